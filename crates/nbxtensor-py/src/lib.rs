@@ -1,0 +1,34 @@
+//! `nbxtensor._core`: the Python extension over the `nbxtensor` crate.
+//!
+//! One Rust module per Python module of the spec; the Python files under
+//! `python/nbxtensor/` re-export these functions under the spec's paths. No logic lives here
+//! beyond adapting arguments: every rule is in the core crate.
+
+mod dtype;
+mod errors;
+mod shape;
+
+use pyo3::prelude::*;
+
+/// Adds `module` as the attribute `name` of `parent` (a submodule reached by attribute).
+fn add_submodule<'py>(
+    parent: &Bound<'py, PyModule>,
+    name: &str,
+    fill: impl FnOnce(&Bound<'py, PyModule>) -> PyResult<()>,
+) -> PyResult<()> {
+    let module = PyModule::new(parent.py(), name)?;
+    fill(&module)?;
+    parent.add_submodule(&module)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_submodule(m, "itemsize", dtype::itemsize::register)?;
+    add_submodule(m, "nbx_dtype", dtype::nbx_dtype::register)?;
+    add_submodule(m, "convert", dtype::convert::register)?;
+    add_submodule(m, "promotion", dtype::promotion::register)?;
+    add_submodule(m, "policy", dtype::policy::register)?;
+    add_submodule(m, "outputs", dtype::outputs::register)?;
+    add_submodule(m, "shape", shape::register)?;
+    Ok(())
+}

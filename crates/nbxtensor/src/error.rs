@@ -1,0 +1,18 @@
+//! The crate-wide error: one variant per layer.
+
+use crate::dtype::DTypeError;
+use crate::shape::ShapeError;
+
+/// Any error of the crate, by the layer it comes from.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// From the dtype layer: an unknown name, a missing fact, a refused promotion …
+    #[error(transparent)]
+    DType(#[from] DTypeError),
+    /// From the shape layer: a negative dim, an overflowing size, mismatched lengths …
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+}
+
+/// A result whose error is the crate-wide [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

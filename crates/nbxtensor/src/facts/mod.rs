@@ -1,0 +1,28 @@
+//! The facts layer: the tables compiled into the crate, parsed once.
+//!
+//! A width, a code or a limit is written in exactly one of these tables and read from there
+//! everywhere else. The tables are validated when the crate is built (`build.rs`) and again by
+//! the tests, so reading them at run time cannot fail.
+
+mod dtype_table;
+
+pub use dtype_table::{ChannelWord, DTypeEntry, DlpackType, FloatFormat, Group, Kind, Packed};
+
+use std::sync::OnceLock;
+
+/// The text of `data/dtypes.yml`, as compiled into the crate.
+pub const DTYPES_YML: &str = include_str!("../../data/dtypes.yml");
+
+/// The dtype table, in code order (entry `i` is the dtype whose code is `i`).
+///
+/// ```
+/// let table = nbxtensor::facts::dtype_table();
+/// assert_eq!(table[1].name, "bfloat16");
+/// ```
+pub fn dtype_table() -> &'static [DTypeEntry] {
+    static TABLE: OnceLock<Vec<DTypeEntry>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        dtype_table::parse_dtype_table(DTYPES_YML)
+            .expect("dtypes.yml was validated by build.rs when this crate was compiled")
+    })
+}

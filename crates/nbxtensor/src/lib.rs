@@ -1,0 +1,36 @@
+//! # nbxtensor
+//!
+//! An inference-first tensor library. The graph and the shapes of an inference are known
+//! before the first run, so memory is planned, every kernel declares its cost, and a repeated
+//! run is captured once, verified byte-equal and replayed.
+//!
+//! The crate is built in layers, each depending only on those above it:
+//!
+//! | layer | module | holds |
+//! | --- | --- | --- |
+//! | facts | [`facts`] | the tables compiled into the crate (`data/*.yml`), parsed once |
+//! | dtype | [`dtype`] | [`DType`], conversions, promotion, precision policies, output rules |
+//! | shape | [`shape`] | element counts, strides, the view rule, broadcasting, slice bounds |
+//!
+//! Later layers (random streams, memory, tensors, kernels, backends, programs, io) follow the
+//! plan in the repository's `DESIGN.md`.
+//!
+//! Every fallible call returns the [`Result`] of its layer; the crate-wide [`Error`] gathers
+//! them. Nothing here panics on bad input.
+//!
+//! ```
+//! use nbxtensor::{DType, shape};
+//!
+//! assert_eq!(DType::parse("torch.half")?, DType::Float16);
+//! assert_eq!(DType::Bfloat16.itemsize()?, 2);
+//! assert_eq!(shape::contiguous_strides(&[2, 3, 4])?, vec![12, 4, 1]);
+//! # Ok::<(), nbxtensor::Error>(())
+//! ```
+
+pub mod dtype;
+mod error;
+pub mod facts;
+pub mod shape;
+
+pub use dtype::DType;
+pub use error::{Error, Result};

@@ -1,0 +1,19 @@
+"""nbxtensor: an inference-first tensor library with a Rust core, torch-free.
+
+The graph and the shapes of an inference are known before the first run, so memory is
+planned, every kernel declares its cost, and a repeated run is captured, verified byte-equal
+and replayed. This package is the Python front of the `nbxtensor` Rust crate; each module
+re-exports the extension `nbxtensor._core` under the paths of the spec.
+"""
+
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
+from . import dtype, shape
+
+try:
+    __version__ = _version("nbxtensor")
+except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
+    raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
+
+__all__ = ["__version__", "dtype", "shape"]

@@ -1,0 +1,14 @@
+# Sourced by the other scripts: a virtualenv in .venv with the package and its test tools,
+# built from this checkout. Installs everything it needs; safe to run again.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+command -v cargo >/dev/null || { echo "error: cargo not found: install Rust (https://rustup.rs)" >&2; exit 1; }
+python="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -r requirements-dev.txt
+echo "building and installing nbxtensor (pip install .) ..." >&2
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps .
