@@ -34,3 +34,8 @@ pub mod shape;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+
+/// The Rust examples of the repository's README, compiled and run as doc tests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
