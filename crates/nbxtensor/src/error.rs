@@ -1,6 +1,8 @@
 //! The crate-wide error: one variant per layer.
 
 use crate::dtype::DTypeError;
+use crate::random::RandomError;
+use crate::settings::SettingsError;
 use crate::shape::ShapeError;
 
 /// Any error of the crate, by the layer it comes from.
@@ -12,6 +14,12 @@ pub enum Error {
     /// From the shape layer: a negative dim, an overflowing size, mismatched lengths …
     #[error(transparent)]
     Shape(#[from] ShapeError),
+    /// From the settings layer: a refused setting, an unreadable machine file …
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// From the random layer: an empty range, a bad parameter …
+    #[error(transparent)]
+    Random(#[from] RandomError),
 }
 
 /// A result whose error is the crate-wide [`Error`].

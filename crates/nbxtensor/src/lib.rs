@@ -9,8 +9,10 @@
 //! | layer | module | holds |
 //! | --- | --- | --- |
 //! | facts | [`facts`] | the tables compiled into the crate (`data/*.yml`), parsed once |
+//! | settings | [`settings`] | what the library measures and an application may set: the CPU pool … |
 //! | dtype | [`dtype`] | [`DType`], conversions, promotion, precision policies, output rules |
 //! | shape | [`shape`] | element counts, strides, the view rule, broadcasting, slice bounds |
+//! | random | [`random`] | counter-based streams (Philox4x32-10): the same bits on every thread count |
 //!
 //! Later layers (random streams, memory, tensors, kernels, backends, programs, io) follow the
 //! plan in the repository's `DESIGN.md`.
@@ -30,6 +32,8 @@
 pub mod dtype;
 mod error;
 pub mod facts;
+pub mod random;
+pub mod settings;
 pub mod shape;
 
 pub use dtype::DType;

@@ -1,0 +1,38 @@
+//! The settings layer: what the library reads of the machine by itself, and what an
+//! application may set with plain data (`None` restores the default). Process-wide.
+//!
+//! - [`threads`]: the CPU pool (size measured, or set) and work splitting;
+//! - [`host_memory`]: the host's memory, bounded by a cgroup limit;
+//! - [`memory_limit`]: the card size every allocator holds to;
+//! - [`tiling`]: the tiling table (`data/tiling.yml`, or a table set whole);
+//! - [`autotune_store`]: where proven kernel settings are kept;
+//! - [`launch_observer`]: a watcher that makes launches run dry.
+
+pub mod autotune_store;
+pub mod host_memory;
+pub mod launch_observer;
+pub mod memory_limit;
+pub mod threads;
+pub mod tiling;
+
+/// Why a setting was refused or a machine fact could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    /// A value outside the setting's domain (zero threads, a zero limit, a bad table …).
+    #[error("{0}")]
+    Invalid(String),
+    /// A machine file that could not be read or parsed.
+    #[error("{0}")]
+    Unreadable(String),
+    /// A directory the library must write to and cannot.
+    #[error("{0}")]
+    Unwritable(String),
+}
+
+/// Serialises the unit tests that change process-wide settings, so they do not see each
+/// other's values.
+#[cfg(test)]
+pub(crate) fn test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
