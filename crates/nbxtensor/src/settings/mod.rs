@@ -1,7 +1,8 @@
 //! The settings layer: what the library reads of the machine by itself, and what an
 //! application may set with plain data (`None` restores the default). Process-wide.
 //!
-//! - [`threads`]: the CPU pool (size measured, or set) and work splitting;
+//! - [`threads`]: the CPU pool (size measured, or set);
+//! - [`work_split`]: inline or split, by thresholds measured once per kind of work;
 //! - [`host_memory`]: the host's memory, bounded by a cgroup limit;
 //! - [`memory_limit`]: the card size every allocator holds to;
 //! - [`tiling`]: the tiling table (`data/tiling.yml`, or a table set whole);
@@ -14,6 +15,7 @@ pub mod launch_observer;
 pub mod memory_limit;
 pub mod threads;
 pub mod tiling;
+pub mod work_split;
 
 /// Why a setting was refused or a machine fact could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,0 +1,3 @@
+//! Bindings of `nbxtensor.backend`.
+
+pub mod cpu;
