@@ -1,18 +1,26 @@
-//! The shape layer (being written).
+//! The shape layer: element counts, strides, the view rule, broadcasting and slice bounds.
+//!
+//! Dims and strides are `i64`, strides counted in elements (never bytes). Every function
+//! validates its input (no negative dim, one stride per dim, counts that fit an `i64`) and
+//! returns a [`ShapeError`] naming the fault instead of panicking.
+//!
+//! ```
+//! use nbxtensor::shape;
+//! let strides = shape::contiguous_strides(&[2, 3, 4])?;
+//! assert!(shape::is_contiguous(&[2, 3, 4], &strides)?);
+//! assert_eq!(shape::view_strides(&[2, 3, 4], &strides, &[6, 4])?, Some(vec![4, 1]));
+//! # Ok::<(), nbxtensor::shape::ShapeError>(())
+//! ```
 
-/// Why a shape operation was refused.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ShapeError {
-    /// A dim below zero.
-    #[error("negative dim {0}")]
-    NegativeDim(i64),
-}
+mod broadcast;
+mod check;
+mod error;
+mod slice;
+mod strides;
+mod view;
 
-/// Strides of a contiguous row-major layout, in elements.
-pub fn contiguous_strides(shape: &[i64]) -> Result<Vec<i64>, ShapeError> {
-    let mut strides = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1].max(1);
-    }
-    Ok(strides)
-}
+pub use broadcast::{broadcast_shapes, broadcast_strides};
+pub use error::ShapeError;
+pub use slice::slice_bounds;
+pub use strides::{contiguous_strides, is_contiguous, numel};
+pub use view::{infer_shape, view_strides};
