@@ -7,6 +7,9 @@
 mod backend;
 mod dtype;
 mod errors;
+mod memory;
+mod ops;
+mod random;
 mod shape;
 
 use pyo3::prelude::*;
@@ -32,6 +35,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "outputs", dtype::outputs::register)?;
     add_submodule(m, "shape", shape::register)?;
     add_submodule(m, "pool", backend::cpu::pool::register)?;
+    add_submodule(m, "random", random::register)?;
+    add_submodule(m, "host_memory", backend::host_memory::register)?;
+    add_submodule(m, "memory", memory::register)?;
+    add_submodule(m, "tiling_policy", ops::tiling_policy::register)?;
+    add_submodule(m, "autotune_settings", ops::autotune_settings::register)?;
+    add_submodule(m, "launch_observer", ops::launch_observer::register)?;
     add_submodule(m, "blas", backend::cpu::blas::register)?;
     Ok(())
 }

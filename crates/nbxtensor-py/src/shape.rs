@@ -18,7 +18,7 @@ fn repr_of(value: &Bound<'_, PyAny>) -> String {
 
 /// One int argument as an `i64`: a bool, a non-int or an int beyond 64 bits is a ValueError
 /// whose message starts with `what`.
-fn int_of(value: &Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<i64> {
+pub(crate) fn int_of(value: &Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<i64> {
     if !value.is_instance_of::<PyBool>() {
         if let Ok(n) = value.extract::<i64>() {
             return Ok(n);
@@ -39,7 +39,7 @@ fn int_of(value: &Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<i64> 
 }
 
 /// A sequence of ints (a shape or strides) as `i64`s; `what` names it in errors.
-fn dims_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
+pub(crate) fn dims_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     let not_a_sequence = || PyValueError::new_err(format!("{what} must be a sequence of ints, got {}", repr_of(value)));
     if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
         return Err(not_a_sequence());

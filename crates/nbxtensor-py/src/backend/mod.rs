@@ -1,3 +1,4 @@
 //! Bindings of `nbxtensor.backend`.
 
 pub mod cpu;
+pub mod host_memory;
