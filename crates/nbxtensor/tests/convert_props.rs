@@ -165,7 +165,11 @@ fn every_fp8_pattern_decodes_to_the_paper_value_and_round_trips() {
             _ => convert::fp8_e5m2_bits_to_f32(&patterns, &mut decoded).unwrap(),
         }
         let largest = layout.value(0x7F);
-        let largest = if largest.is_finite() { largest } else { (0..0x7F).map(|p| layout.value(p)).filter(|v| v.is_finite()).fold(0.0, f64::max) };
+        let largest = if largest.is_finite() {
+            largest
+        } else {
+            (0..0x7F).map(|p| layout.value(p)).filter(|v| v.is_finite()).fold(0.0, f64::max)
+        };
         assert_eq!(largest, layout.dtype.float_format().unwrap().max, "the table's max of {}", layout.dtype);
         for (pattern, value) in patterns.iter().zip(decoded) {
             let expected = layout.value(*pattern);
@@ -190,7 +194,9 @@ fn fp8_encoding_matches_brute_force_between_and_around_every_value() {
                 continue;
             }
             let bits = (v as f32).to_bits();
-            for offset in [0u32, 1, 2, 0x1000, 0x3FFFF, 0x40000, 0x40001, 0x7FFFF, 0x80000, 0x80001, 0xFFFFF, 0x100000, 0x100001] {
+            for offset in
+                [0u32, 1, 2, 0x1000, 0x3FFFF, 0x40000, 0x40001, 0x7FFFF, 0x80000, 0x80001, 0xFFFFF, 0x100000, 0x100001]
+            {
                 for neighbour in [bits.wrapping_add(offset), bits.wrapping_sub(offset)] {
                     let x = f32::from_bits(neighbour);
                     if !x.is_nan() && x.is_sign_negative() == (bits >> 31 == 1) {

@@ -15,8 +15,7 @@ use crate::errors::to_py;
 use half::f16;
 use nbxtensor::dtype::{convert, Result as ConvertResult};
 use numpy::{
-    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray,
-    PyUntypedArrayMethods,
+    Element, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -49,7 +48,8 @@ fn read_input<'py, T: Element>(name: &str, x: &Bound<'py, PyAny>, input: Input) 
         }
         Err(_) => {
             let asarray = py.import("numpy")?.getattr("asarray")?;
-            let unreadable = |e: PyErr| PyValueError::new_err(format!("{name}: cannot read the input as {wanted}: {e}"));
+            let unreadable =
+                |e: PyErr| PyValueError::new_err(format!("{name}: cannot read the input as {wanted}: {e}"));
             if input == Input::Bits {
                 let natural = asarray.call1((x,)).map_err(unreadable)?.cast_into::<PyUntypedArray>()?;
                 let kind = natural.dtype().kind();
@@ -132,56 +132,80 @@ fn run<'py, S: Element + Sync, D: Element + Send>(
 /// float32 → bfloat16 bit patterns (uint16): round to nearest even; every NaN → 0x7FC0.
 #[pyfunction]
 #[pyo3(signature = (x, out = None))]
-fn f32_to_bf16_bits<'py>(x: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<u16>>> {
+fn f32_to_bf16_bits<'py>(
+    x: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<u16>>> {
     run("f32_to_bf16_bits", x, out, Input::Values, convert::f32_to_bf16_bits)
 }
 
 /// bfloat16 bit patterns (uint16) → float32, exact.
 #[pyfunction]
 #[pyo3(signature = (bits, out = None))]
-fn bf16_bits_to_f32<'py>(bits: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+fn bf16_bits_to_f32<'py>(
+    bits: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     run("bf16_bits_to_f32", bits, out, Input::Bits, convert::bf16_bits_to_f32)
 }
 
 /// bfloat16 bit patterns (uint16) → float16, through float32.
 #[pyfunction]
 #[pyo3(signature = (bits, out = None))]
-fn bf16_bits_to_f16<'py>(bits: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<f16>>> {
+fn bf16_bits_to_f16<'py>(
+    bits: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<f16>>> {
     run("bf16_bits_to_f16", bits, out, Input::Bits, convert::bf16_bits_to_f16)
 }
 
 /// float16 → bfloat16 bit patterns (uint16), through float32.
 #[pyfunction]
 #[pyo3(signature = (x, out = None))]
-fn f16_to_bf16_bits<'py>(x: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<u16>>> {
+fn f16_to_bf16_bits<'py>(
+    x: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<u16>>> {
     run("f16_to_bf16_bits", x, out, Input::Values, convert::f16_to_bf16_bits)
 }
 
 /// float32 → float8_e4m3fn bit patterns (uint8): round to nearest even; overflow, inf, NaN → NaN.
 #[pyfunction]
 #[pyo3(signature = (x, out = None))]
-fn f32_to_fp8_e4m3fn_bits<'py>(x: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+fn f32_to_fp8_e4m3fn_bits<'py>(
+    x: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
     run("f32_to_fp8_e4m3fn_bits", x, out, Input::Values, convert::f32_to_fp8_e4m3fn_bits)
 }
 
 /// float8_e4m3fn bit patterns (uint8) → float32, exact.
 #[pyfunction]
 #[pyo3(signature = (bits, out = None))]
-fn fp8_e4m3fn_bits_to_f32<'py>(bits: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+fn fp8_e4m3fn_bits_to_f32<'py>(
+    bits: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     run("fp8_e4m3fn_bits_to_f32", bits, out, Input::Bits, convert::fp8_e4m3fn_bits_to_f32)
 }
 
 /// float32 → float8_e5m2 bit patterns (uint8): round to nearest even; overflow → inf.
 #[pyfunction]
 #[pyo3(signature = (x, out = None))]
-fn f32_to_fp8_e5m2_bits<'py>(x: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+fn f32_to_fp8_e5m2_bits<'py>(
+    x: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
     run("f32_to_fp8_e5m2_bits", x, out, Input::Values, convert::f32_to_fp8_e5m2_bits)
 }
 
 /// float8_e5m2 bit patterns (uint8) → float32, exact.
 #[pyfunction]
 #[pyo3(signature = (bits, out = None))]
-fn fp8_e5m2_bits_to_f32<'py>(bits: &Bound<'py, PyAny>, out: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+fn fp8_e5m2_bits_to_f32<'py>(
+    bits: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     run("fp8_e5m2_bits_to_f32", bits, out, Input::Bits, convert::fp8_e5m2_bits_to_f32)
 }
 

@@ -280,7 +280,7 @@ mod tests {
         assert_eq!(e4m3.encode(tiny * 0.5), 0x00); // a tie to the even 0
         assert_eq!(e4m3.encode(tiny * 1.5), 0x02); // a tie to the even 2
         assert_eq!(e4m3.encode(-tiny * 0.5), 0x80); // the sign of zero is kept
-        // just under the smallest normal 2^-6 rounds up to it
+                                                    // just under the smallest normal 2^-6 rounds up to it
         assert_eq!(e4m3.encode(2f32.powi(-6) - tiny / 4.0), 0x08);
     }
 }

@@ -29,5 +29,5 @@ pub mod fp8;
 pub use self::bf16::{bf16_bits_to_f16, bf16_bits_to_f32, f16_to_bf16_bits, f32_to_bf16_bits};
 pub use self::f16::{f16_to_f32, f32_to_f16};
 pub use self::fp8::{
-    fp8_e4m3fn_bits_to_f32, fp8_e5m2_bits_to_f32, f32_to_fp8_e4m3fn_bits, f32_to_fp8_e5m2_bits, Fp8Format,
+    f32_to_fp8_e4m3fn_bits, f32_to_fp8_e5m2_bits, fp8_e4m3fn_bits_to_f32, fp8_e5m2_bits_to_f32, Fp8Format,
 };
