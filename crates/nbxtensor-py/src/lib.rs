@@ -7,6 +7,7 @@
 mod backend;
 mod dtype;
 mod errors;
+mod io;
 mod memory;
 mod ops;
 mod random;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "random", random::register)?;
     add_submodule(m, "host_memory", backend::host_memory::register)?;
     add_submodule(m, "memory", memory::register)?;
+    add_submodule(m, "safetensors", io::safetensors::register)?;
     add_submodule(m, "tiling_policy", ops::tiling_policy::register)?;
     add_submodule(m, "autotune_settings", ops::autotune_settings::register)?;
     add_submodule(m, "launch_observer", ops::launch_observer::register)?;

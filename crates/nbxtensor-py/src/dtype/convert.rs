@@ -22,8 +22,10 @@ use pyo3::prelude::*;
 
 /// What a conversion reads: float values, or bit patterns (which must be integers).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Input {
+pub(crate) enum Input {
+    /// Float values: a numpy array must already have the input dtype.
     Values,
+    /// Bit patterns (unsigned integers).
     Bits,
 }
 
@@ -105,7 +107,7 @@ fn output_array<'py, D: Element>(
 }
 
 /// Reads `x`, checks or makes the output, and runs `convert` on them with the GIL released.
-fn run<'py, S: Element + Sync, D: Element + Send>(
+pub(crate) fn run<'py, S: Element + Sync, D: Element + Send>(
     name: &str,
     x: &Bound<'py, PyAny>,
     out: Option<&Bound<'py, PyAny>>,

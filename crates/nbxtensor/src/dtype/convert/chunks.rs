@@ -1,11 +1,9 @@
-//! The one loop driver of the slice conversions: length check, then chunks over rayon.
+//! The one loop driver of the slice conversions: length check, then chunks over the
+//! library's CPU pool (the chunk length is the tiling table's `host_chunk_elements`).
 
 use crate::dtype::{DTypeError, Result};
+use crate::settings::{threads, tiling};
 use rayon::prelude::*;
-
-/// Elements per task: large enough that a task outweighs its scheduling, small enough that
-/// both cores get work on mid-sized inputs.
-const CHUNK: usize = 1 << 16;
 
 /// Runs `kernel` over `src` and `dst` in matching chunks, in parallel when there is more than
 /// one chunk. `kernel` is elementwise, so the result does not depend on how the work is split.
@@ -23,10 +21,11 @@ pub(super) fn convert_chunks<S: Sync, D: Send>(
             dst.len()
         )));
     }
-    if src.len() <= CHUNK {
+    let chunk = tiling::tiling_table().host_chunk_elements;
+    if src.len() <= chunk {
         kernel(src, dst);
     } else {
-        src.par_chunks(CHUNK).zip(dst.par_chunks_mut(CHUNK)).for_each(|(s, d)| kernel(s, d));
+        threads::install(|| src.par_chunks(chunk).zip(dst.par_chunks_mut(chunk)).for_each(|(s, d)| kernel(s, d)));
     }
     Ok(())
 }
@@ -37,7 +36,8 @@ mod tests {
 
     #[test]
     fn split_runs_cover_every_element_once() {
-        let src: Vec<u32> = (0..(3 * CHUNK as u32 + 17)).collect();
+        let chunk = tiling::tiling_table().host_chunk_elements as u32;
+        let src: Vec<u32> = (0..(3 * chunk + 17)).collect();
         let mut dst = vec![0u64; src.len()];
         convert_chunks("double", &src, &mut dst, |s, d| {
             for (o, i) in d.iter_mut().zip(s) {

@@ -1,0 +1,3 @@
+//! Bindings of `nbxtensor.io`.
+
+pub mod safetensors;
