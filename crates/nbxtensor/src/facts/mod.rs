@@ -5,8 +5,10 @@
 //! the tests, so reading them at run time cannot fail.
 
 mod dtype_table;
+mod policy_table;
 
 pub use dtype_table::{ChannelWord, DTypeEntry, DlpackType, FloatFormat, Group, Kind, Packed};
+pub use policy_table::{OpClass, OpList, PolicyTable};
 
 use std::sync::OnceLock;
 
@@ -24,5 +26,22 @@ pub fn dtype_table() -> &'static [DTypeEntry] {
     TABLE.get_or_init(|| {
         dtype_table::parse_dtype_table(DTYPES_YML)
             .expect("dtypes.yml was validated by build.rs when this crate was compiled")
+    })
+}
+
+/// The text of `data/policy.yml`, as compiled into the crate.
+pub const POLICY_YML: &str = include_str!("../../data/policy.yml");
+
+/// The op classes of a precision policy (PyTorch's CUDA autocast lists).
+///
+/// ```
+/// use nbxtensor::facts::{policy_table, OpClass};
+/// assert_eq!(policy_table().class_of("rsqrt"), Some(OpClass::Float32));
+/// ```
+pub fn policy_table() -> &'static PolicyTable {
+    static TABLE: OnceLock<PolicyTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        policy_table::parse_policy_table(POLICY_YML)
+            .expect("policy.yml is compiled in and checked by the crate's tests, so it parses here")
     })
 }
