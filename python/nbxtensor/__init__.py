@@ -9,11 +9,11 @@ re-exports the extension `nbxtensor._core` under the paths of the spec.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from . import dtype, shape
+from . import backend, dtype, shape
 
 try:
     __version__ = _version("nbxtensor")
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "dtype", "shape"]
+__all__ = ["__version__", "backend", "dtype", "shape"]

@@ -11,5 +11,6 @@ pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
     match error.into() {
         nbxtensor::Error::DType(e) => PyValueError::new_err(e.to_string()),
         nbxtensor::Error::Shape(e) => PyValueError::new_err(e.to_string()),
+        nbxtensor::Error::Facts(e) => PyValueError::new_err(e.to_string()),
     }
 }

@@ -4,6 +4,7 @@
 //! `python/nbxtensor/` re-export these functions under the spec's paths. No logic lives here
 //! beyond adapting arguments: every rule is in the core crate.
 
+mod backend;
 mod dtype;
 mod errors;
 mod shape;
@@ -30,5 +31,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "policy", dtype::policy::register)?;
     add_submodule(m, "outputs", dtype::outputs::register)?;
     add_submodule(m, "shape", shape::register)?;
+    add_submodule(m, "device_files", backend::device_files::register)?;
     Ok(())
 }

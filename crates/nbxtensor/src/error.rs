@@ -1,6 +1,7 @@
 //! The crate-wide error: one variant per layer.
 
 use crate::dtype::DTypeError;
+use crate::facts::FactsError;
 use crate::shape::ShapeError;
 
 /// Any error of the crate, by the layer it comes from.
@@ -12,6 +13,9 @@ pub enum Error {
     /// From the shape layer: a negative dim, an overflowing size, mismatched lengths …
     #[error(transparent)]
     Shape(#[from] ShapeError),
+    /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
+    #[error(transparent)]
+    Facts(#[from] FactsError),
 }
 
 /// A result whose error is the crate-wide [`Error`].

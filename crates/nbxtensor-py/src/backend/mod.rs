@@ -1,0 +1,3 @@
+//! Bindings of `nbxtensor.backend`: one file per Python module.
+
+pub mod device_files;
