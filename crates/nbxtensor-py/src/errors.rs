@@ -13,8 +13,11 @@ pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
     let error = error.into();
     let message = error.to_string();
     match error {
-        nbxtensor::Error::Settings(SettingsError::Unreadable(_) | SettingsError::Unwritable(_)) => PyOSError::new_err(message),
+        nbxtensor::Error::Settings(SettingsError::Unreadable(_) | SettingsError::Unwritable(_)) => {
+            PyOSError::new_err(message)
+        }
         nbxtensor::Error::DType(_)
+        | nbxtensor::Error::Facts(_)
         | nbxtensor::Error::Shape(_)
         | nbxtensor::Error::Settings(SettingsError::Invalid(_))
         | nbxtensor::Error::Random(_) => PyValueError::new_err(message),

@@ -10,7 +10,11 @@ use pyo3::prelude::*;
 fn set_limit(bytes: Option<i128>) -> PyResult<()> {
     let bytes = bytes
         .map(|b| {
-            u64::try_from(b).map_err(|_| PyValueError::new_err(format!("memory limit: {b} bytes is not a size; give a positive number of bytes or None")))
+            u64::try_from(b).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "memory limit: {b} bytes is not a size; give a positive number of bytes or None"
+                ))
+            })
         })
         .transpose()?;
     memory_limit::set_limit(bytes).map_err(to_py)

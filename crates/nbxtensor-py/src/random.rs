@@ -13,7 +13,11 @@ use pyo3::types::PyInt;
 
 /// A shape argument: an int (a 1-d draw) or a sequence of ints; its dims as `usize`.
 fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    let dims = if shape.is_instance_of::<PyInt>() { vec![int_of(shape, &|| "shape".to_string())?] } else { dims_of(shape, "shape")? };
+    let dims = if shape.is_instance_of::<PyInt>() {
+        vec![int_of(shape, &|| "shape".to_string())?]
+    } else {
+        dims_of(shape, "shape")?
+    };
     nbxtensor::shape::numel(&dims).map_err(to_py)?;
     Ok(dims.into_iter().map(|d| d as usize).collect())
 }
@@ -79,7 +83,14 @@ impl Generator {
 
     /// Uniform values in [low, high) of a float dtype (float32, float64, float16, bfloat16).
     #[pyo3(signature = (shape, low = 0.0, high = 1.0, dtype = "float32"))]
-    fn uniform<'py>(&mut self, py: Python<'py>, shape: &Bound<'py, PyAny>, low: f64, high: f64, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn uniform<'py>(
+        &mut self,
+        py: Python<'py>,
+        shape: &Bound<'py, PyAny>,
+        low: f64,
+        high: f64,
+        dtype: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dims = shape_of(shape)?;
         let n = dims.iter().product();
         let g = &mut self.inner;
@@ -97,7 +108,14 @@ impl Generator {
 
     /// Normal values of a float dtype (float32, float64, float16, bfloat16).
     #[pyo3(signature = (shape, mean = 0.0, std = 1.0, dtype = "float32"))]
-    fn normal<'py>(&mut self, py: Python<'py>, shape: &Bound<'py, PyAny>, mean: f64, std: f64, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn normal<'py>(
+        &mut self,
+        py: Python<'py>,
+        shape: &Bound<'py, PyAny>,
+        mean: f64,
+        std: f64,
+        dtype: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dims = shape_of(shape)?;
         let n = dims.iter().product();
         let g = &mut self.inner;
@@ -115,7 +133,13 @@ impl Generator {
 
     /// int64 values in [low, high).
     #[pyo3(signature = (low, high, shape))]
-    fn integers<'py>(&mut self, py: Python<'py>, low: i64, high: i64, shape: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn integers<'py>(
+        &mut self,
+        py: Python<'py>,
+        low: i64,
+        high: i64,
+        shape: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dims = shape_of(shape)?;
         let n = dims.iter().product();
         let g = &mut self.inner;
@@ -124,7 +148,8 @@ impl Generator {
 
     /// A random permutation of 0..n (int64).
     fn permutation<'py>(&mut self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
-        let n = usize::try_from(n).map_err(|_| PyValueError::new_err(format!("permutation: n must be ≥ 0, got {n}")))?;
+        let n =
+            usize::try_from(n).map_err(|_| PyValueError::new_err(format!("permutation: n must be ≥ 0, got {n}")))?;
         let g = &mut self.inner;
         array(py, py.detach(|| g.permutation(n)).map_err(to_py)?, &[n])
     }

@@ -11,9 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyInt, PyString, PyTuple};
 
 /// `repr(value)`, or a placeholder when repr itself fails.
 fn repr_of(value: &Bound<'_, PyAny>) -> String {
-    value
-        .repr()
-        .map_or_else(|_| "<unprintable>".to_string(), |r| r.to_string())
+    value.repr().map_or_else(|_| "<unprintable>".to_string(), |r| r.to_string())
 }
 
 /// One int argument as an `i64`: a bool, a non-int or an int beyond 64 bits is a ValueError
@@ -24,18 +22,10 @@ pub(crate) fn int_of(value: &Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyR
             return Ok(n);
         }
         if value.is_instance_of::<PyInt>() {
-            return Err(PyValueError::new_err(format!(
-                "{} {} does not fit in 64 bits",
-                what(),
-                repr_of(value)
-            )));
+            return Err(PyValueError::new_err(format!("{} {} does not fit in 64 bits", what(), repr_of(value))));
         }
     }
-    Err(PyValueError::new_err(format!(
-        "{} {} is not an int",
-        what(),
-        repr_of(value)
-    )))
+    Err(PyValueError::new_err(format!("{} {} is not an int", what(), repr_of(value))))
 }
 
 /// A sequence of ints (a shape or strides) as `i64`s; `what` names it in errors.
@@ -48,19 +38,14 @@ pub(crate) fn dims_of(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>
     (0..value.len().map_err(|_| not_a_sequence())?)
         .map(|axis| {
             let entry = value.get_item(axis).map_err(|_| not_a_sequence())?;
-            int_of(&entry, &|| {
-                format!("entry at axis {axis} of {what} {}:", repr_of(value))
-            })
+            int_of(&entry, &|| format!("entry at axis {axis} of {what} {}:", repr_of(value)))
         })
         .collect()
 }
 
 /// A start or stop of a slice: None, or an int.
 fn bound_of(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<i64>> {
-    value
-        .filter(|v| !v.is_none())
-        .map(|v| int_of(v, &|| what.to_string()))
-        .transpose()
+    value.filter(|v| !v.is_none()).map(|v| int_of(v, &|| what.to_string())).transpose()
 }
 
 fn tuple<'py>(py: Python<'py>, dims: Vec<i64>) -> PyResult<Bound<'py, PyTuple>> {
@@ -92,22 +77,15 @@ fn view_strides(
     strides: &Bound<'_, PyAny>,
     new_shape: &Bound<'_, PyAny>,
 ) -> PyResult<Option<Vec<i64>>> {
-    shape::view_strides(
-        &dims_of(shape, "shape")?,
-        &dims_of(strides, "strides")?,
-        &dims_of(new_shape, "new_shape")?,
-    )
-    .map_err(to_py)
+    shape::view_strides(&dims_of(shape, "shape")?, &dims_of(strides, "strides")?, &dims_of(new_shape, "new_shape")?)
+        .map_err(to_py)
 }
 
 /// The shape that the given shapes broadcast to (numpy's rules), as a tuple.
 #[pyfunction]
 #[pyo3(signature = (*shapes))]
 fn broadcast_shapes<'py>(py: Python<'py>, shapes: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyTuple>> {
-    let shapes = shapes
-        .iter()
-        .map(|s| dims_of(&s, "shape"))
-        .collect::<PyResult<Vec<_>>>()?;
+    let shapes = shapes.iter().map(|s| dims_of(&s, "shape")).collect::<PyResult<Vec<_>>>()?;
     tuple(py, shape::broadcast_shapes(&shapes).map_err(to_py)?)
 }
 

@@ -1,6 +1,7 @@
 //! The crate-wide error: one variant per layer.
 
 use crate::dtype::DTypeError;
+use crate::facts::FactsError;
 use crate::random::RandomError;
 use crate::settings::SettingsError;
 use crate::shape::ShapeError;
@@ -20,6 +21,9 @@ pub enum Error {
     /// From the random layer: an empty range, a bad parameter …
     #[error(transparent)]
     Random(#[from] RandomError),
+    /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
+    #[error(transparent)]
+    Facts(#[from] FactsError),
 }
 
 /// A result whose error is the crate-wide [`Error`].

@@ -13,10 +13,7 @@ use proptest::prelude::*;
 fn addresses(shape: &[i64], strides: &[i64]) -> Vec<i64> {
     let mut out = vec![0i64];
     for (&extent, &stride) in shape.iter().zip(strides) {
-        out = out
-            .iter()
-            .flat_map(|&a| (0..extent).map(move |i| a + i * stride))
-            .collect();
+        out = out.iter().flat_map(|&a| (0..extent).map(move |i| a + i * stride)).collect();
     }
     out
 }

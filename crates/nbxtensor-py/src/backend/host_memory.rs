@@ -20,7 +20,10 @@ struct MemoryState {
 #[pymethods]
 impl MemoryState {
     fn __repr__(&self) -> String {
-        format!("MemoryState(total={}, free={}, available={}, source={:?})", self.total, self.free, self.available, self.source)
+        format!(
+            "MemoryState(total={}, free={}, available={}, source={:?})",
+            self.total, self.free, self.available, self.source
+        )
     }
 }
 

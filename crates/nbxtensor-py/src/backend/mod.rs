@@ -1,4 +1,5 @@
-//! Bindings of `nbxtensor.backend`.
+//! Bindings of `nbxtensor.backend`: one file per Python module.
 
 pub mod cpu;
+pub mod device_files;
 pub mod host_memory;

@@ -21,7 +21,9 @@ fn amp_fp32_output_dtype(compute_dtype: &str, graph_dtype: &str, safe: bool, nar
 fn traced_output_is_complex(record: &Bound<'_, PyDict>) -> PyResult<bool> {
     let names: Vec<String> = record
         .get_item("output_dtypes")?
-        .ok_or_else(|| PyValueError::new_err("the traced record has no 'output_dtypes' (the list of its outputs' dtypes)"))?
+        .ok_or_else(|| {
+            PyValueError::new_err("the traced record has no 'output_dtypes' (the list of its outputs' dtypes)")
+        })?
         .extract()?;
     let dtypes = names.iter().map(|n| DType::from_name(n)).collect::<Result<Vec<_>, _>>().map_err(to_py)?;
     Ok(outputs::traced_output_is_complex(&dtypes))

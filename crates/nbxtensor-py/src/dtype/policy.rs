@@ -69,7 +69,13 @@ impl Policy {
     }
 
     /// A fill value made to fit `dtype`: a float (an int for integer dtypes, a bool for bool).
-    fn fill_value<'py>(&self, py: Python<'py>, op: &str, value: &Bound<'py, PyAny>, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn fill_value<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        value: &Bound<'py, PyAny>,
+        dtype: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let dtype = DType::from_name(dtype).map_err(to_py)?;
         Ok(match self.0.fill_value(op, py_scalar(value, false)?, dtype).map_err(to_py)? {
             FillValue::Float(x) => x.into_pyobject(py)?.into_any(),

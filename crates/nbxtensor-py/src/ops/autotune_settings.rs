@@ -22,9 +22,9 @@ fn set_store(store: Option<Bound<'_, PyAny>>) -> PyResult<()> {
                 })
             }))
         }
-        Some(store) => StoreSetting::Path(
-            store.extract::<PathBuf>().map_err(|_| PyValueError::new_err("set_store: give a path (str or os.PathLike), a callable returning one, or None"))?,
-        ),
+        Some(store) => StoreSetting::Path(store.extract::<PathBuf>().map_err(|_| {
+            PyValueError::new_err("set_store: give a path (str or os.PathLike), a callable returning one, or None")
+        })?),
     };
     autotune_store::set_store(setting);
     Ok(())

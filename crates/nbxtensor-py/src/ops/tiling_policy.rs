@@ -24,16 +24,26 @@ fn set_tiling(table: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     };
     let mut host_chunk_elements = None;
     for (key, value) in table.iter() {
-        let key: String = key.extract().map_err(|_| PyValueError::new_err("tiling table: keys are entry names (str)"))?;
+        let key: String =
+            key.extract().map_err(|_| PyValueError::new_err("tiling table: keys are entry names (str)"))?;
         match key.as_str() {
             "host_chunk_elements" => {
-                let n: i64 = value.extract().map_err(|_| PyValueError::new_err("tiling table: host_chunk_elements must be an int"))?;
-                host_chunk_elements = Some(usize::try_from(n).map_err(|_| PyValueError::new_err(format!("tiling table: host_chunk_elements must be ≥ 1, got {n}")))?);
+                let n: i64 = value
+                    .extract()
+                    .map_err(|_| PyValueError::new_err("tiling table: host_chunk_elements must be an int"))?;
+                host_chunk_elements = Some(usize::try_from(n).map_err(|_| {
+                    PyValueError::new_err(format!("tiling table: host_chunk_elements must be ≥ 1, got {n}"))
+                })?);
             }
-            other => return Err(PyValueError::new_err(format!("tiling table: unknown entry '{other}' (entries: host_chunk_elements)"))),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "tiling table: unknown entry '{other}' (entries: host_chunk_elements)"
+                )))
+            }
         }
     }
-    let host_chunk_elements = host_chunk_elements.ok_or_else(|| PyValueError::new_err("tiling table: missing entry 'host_chunk_elements'"))?;
+    let host_chunk_elements = host_chunk_elements
+        .ok_or_else(|| PyValueError::new_err("tiling table: missing entry 'host_chunk_elements'"))?;
     tiling::set_tiling(Some(TilingTable { host_chunk_elements })).map_err(to_py)
 }
 

@@ -28,7 +28,9 @@ pub enum DTypeError {
         fact: &'static str,
     },
     /// A per-element width asked of a packed representation.
-    #[error("dtype '{dtype}' is packed: it has no per-element width; ask representation_bytes for the bytes of n elements")]
+    #[error(
+        "dtype '{dtype}' is packed: it has no per-element width; ask representation_bytes for the bytes of n elements"
+    )]
     Packed {
         /// The dtype's table name.
         dtype: &'static str,

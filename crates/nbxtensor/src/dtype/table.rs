@@ -36,10 +36,10 @@ impl DType {
     /// # Ok::<(), nbxtensor::dtype::DTypeError>(())
     /// ```
     pub fn from_value(value: u8) -> Result<DType> {
-        DType::ALL.get(usize::from(value)).copied().ok_or_else(|| DTypeError::UnknownCode {
-            format: "NBXDtype",
-            code: value.to_string(),
-        })
+        DType::ALL
+            .get(usize::from(value))
+            .copied()
+            .ok_or_else(|| DTypeError::UnknownCode { format: "NBXDtype", code: value.to_string() })
     }
 
     /// The dtype of a table name; aliases are refused (see [`DType::parse`]).
@@ -131,7 +131,10 @@ impl DType {
 
     /// The safetensors header code; refused when the format has none.
     pub fn safetensors_code(self) -> Result<&'static str> {
-        self.entry().safetensors.as_deref().ok_or(DTypeError::MissingFact { dtype: self.name(), fact: "safetensors code" })
+        self.entry()
+            .safetensors
+            .as_deref()
+            .ok_or(DTypeError::MissingFact { dtype: self.name(), fact: "safetensors code" })
     }
 
     /// The dtype of a launch-key spelling (`"fp16"` → float16).
@@ -156,11 +159,9 @@ impl DType {
     /// The dtype of a DLPack `(code, bits, lanes)`; lanes other than 1 are refused.
     pub fn from_dlpack(code: u8, bits: u8, lanes: u16) -> Result<DType> {
         let wanted = DlpackType { code, bits };
-        DType::ALL
-            .iter()
-            .copied()
-            .find(|d| lanes == 1 && d.entry().dlpack == Some(wanted))
-            .ok_or_else(|| DTypeError::UnknownCode { format: "DLPack", code: format!("(code {code}, bits {bits}, lanes {lanes})") })
+        DType::ALL.iter().copied().find(|d| lanes == 1 && d.entry().dlpack == Some(wanted)).ok_or_else(|| {
+            DTypeError::UnknownCode { format: "DLPack", code: format!("(code {code}, bits {bits}, lanes {lanes})") }
+        })
     }
 
     /// The dtype a store holds this dtype in: float64 becomes float32 where the store (a device)
@@ -196,10 +197,14 @@ impl DType {
     /// # Ok::<(), nbxtensor::dtype::DTypeError>(())
     /// ```
     pub fn representation_bytes(self, numel: u64, channels: Option<u64>) -> Result<u64> {
-        let overflow = || DTypeError::Invalid(format!("{numel} elements of '{}' overflow 64-bit byte counts", self.name()));
+        let overflow =
+            || DTypeError::Invalid(format!("{numel} elements of '{}' overflow 64-bit byte counts", self.name()));
         let Some(packed) = &self.entry().packed else {
             if channels.is_some() {
-                return Err(DTypeError::Invalid(format!("'{}' is not per-channel: channels does not apply", self.name())));
+                return Err(DTypeError::Invalid(format!(
+                    "'{}' is not per-channel: channels does not apply",
+                    self.name()
+                )));
             }
             return numel.checked_mul(self.itemsize()? as u64).ok_or_else(overflow);
         };
@@ -209,14 +214,23 @@ impl DType {
                 return Err(DTypeError::Invalid(format!("'{}' has fixed groups: channels does not apply", self.name())))
             }
             (Group::Channel(_), Some(0)) if numel > 0 => {
-                return Err(DTypeError::Invalid(format!("'{}': {numel} elements cannot be spread over 0 channels", self.name())))
+                return Err(DTypeError::Invalid(format!(
+                    "'{}': {numel} elements cannot be spread over 0 channels",
+                    self.name()
+                )))
             }
             (Group::Channel(_), Some(c)) if c > 0 && numel % c != 0 => {
-                return Err(DTypeError::Invalid(format!("'{}': {numel} elements do not divide into {c} channels", self.name())))
+                return Err(DTypeError::Invalid(format!(
+                    "'{}': {numel} elements do not divide into {c} channels",
+                    self.name()
+                )))
             }
             (Group::Channel(_), Some(c)) => c,
             (Group::Channel(_), None) => {
-                return Err(DTypeError::Invalid(format!("'{}' has one scale per channel: say how many channels", self.name())))
+                return Err(DTypeError::Invalid(format!(
+                    "'{}' has one scale per channel: say how many channels",
+                    self.name()
+                )))
             }
         };
         let code_bytes = numel.checked_mul(u64::from(packed.bits)).ok_or_else(overflow)?.div_ceil(8);

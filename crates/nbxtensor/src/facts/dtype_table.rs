@@ -144,7 +144,10 @@ fn check_dtype_table(entries: &[DTypeEntry]) -> Result<(), String> {
     for (position, entry) in entries.iter().enumerate() {
         let at = |problem: &str| format!("dtypes.yml entry '{}': {problem}", entry.name);
         if usize::from(entry.value) != position {
-            return Err(at(&format!("value {} is not its position {position}: values are consecutive from 0 and never renumbered", entry.value)));
+            return Err(at(&format!(
+                "value {} is not its position {position}: values are consecutive from 0 and never renumbered",
+                entry.value
+            )));
         }
         for spelling in std::iter::once(&entry.name).chain(&entry.aliases) {
             if !spellings.insert(spelling.clone()) {
@@ -159,7 +162,8 @@ fn check_dtype_table(entries: &[DTypeEntry]) -> Result<(), String> {
         }
         match (entry.kind, entry.width, &entry.float, &entry.packed) {
             (Kind::Packed, None, None, Some(packed)) => {
-                for part in [Some(&packed.scale), packed.minimum.as_ref(), Some(&packed.storage)].into_iter().flatten() {
+                for part in [Some(&packed.scale), packed.minimum.as_ref(), Some(&packed.storage)].into_iter().flatten()
+                {
                     if !names.contains(part.as_str()) {
                         return Err(at(&format!("names '{part}', which is not in the table")));
                     }

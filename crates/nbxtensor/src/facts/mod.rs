@@ -1,13 +1,25 @@
-//! The facts layer: the tables compiled into the crate, parsed once.
+//! The facts layer: the tables compiled into the crate, parsed once, and the host CPU measured
+//! at run time.
 //!
 //! A width, a code or a limit is written in exactly one of these tables and read from there
 //! everywhere else. The tables are validated when the crate is built (`build.rs`) and again by
 //! the tests, so reading them at run time cannot fail.
 
+mod device_file;
+mod devices;
 mod dtype_table;
+mod error;
+mod host_cpu;
 mod policy_table;
 
+pub use device_file::{Compute, DeviceFile, FactValue, MatrixUnit, Memory, Peak, PEAK_DTYPES};
+pub use devices::{
+    arch_string, computes_float64, device_description, device_facts, device_file, device_names, devices, fact,
+    shares_host_memory, vendors, HOST_CPU_NAME, HOST_CPU_VENDOR,
+};
 pub use dtype_table::{ChannelWord, DTypeEntry, DlpackType, FloatFormat, Group, Kind, Packed};
+pub use error::{FactsError, Result};
+pub use host_cpu::{host_cpu, CpuCache, HostCpu, CACHE_DIR, CPUINFO};
 pub use policy_table::{OpClass, OpList, PolicyTable};
 
 use std::sync::OnceLock;

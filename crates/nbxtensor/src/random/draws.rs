@@ -6,7 +6,6 @@ use super::philox::philox4x32_10;
 use crate::settings::{threads, tiling};
 use rayon::prelude::*;
 
-
 /// The words of one stream: word `w` is word `w % 4` of the Philox block `w / 4`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Words {
@@ -34,7 +33,10 @@ impl Words {
         let mut filled = 0;
         while filled < out.len() {
             let block = word / 4;
-            let bits = philox4x32_10([block as u32, (block >> 32) as u32, self.stream as u32, (self.stream >> 32) as u32], key);
+            let bits = philox4x32_10(
+                [block as u32, (block >> 32) as u32, self.stream as u32, (self.stream >> 32) as u32],
+                key,
+            );
             let first = (word % 4) as usize;
             let take = (4 - first).min(out.len() - filled);
             out[filled..filled + take].copy_from_slice(&bits[first..first + take]);
@@ -46,7 +48,13 @@ impl Words {
 
 /// Runs `element(words_of_i, &mut out[i])` for every element, where element `i` reads the
 /// `per_element` words starting at `offset + per_element * i`; chunked across the pool.
-fn fill_by_words<T: Send>(words: Words, offset: u64, per_element: usize, out: &mut [T], element: impl Fn(&[u32], &mut T) + Sync) {
+fn fill_by_words<T: Send>(
+    words: Words,
+    offset: u64,
+    per_element: usize,
+    out: &mut [T],
+    element: impl Fn(&[u32], &mut T) + Sync,
+) {
     let chunk_len = tiling::tiling_table().host_chunk_elements;
     threads::install(|| {
         out.par_chunks_mut(chunk_len).enumerate().for_each(|(chunk, values)| {

@@ -97,9 +97,16 @@ impl Generator {
         Ok(out)
     }
 
-    fn uniform_with_precision(&mut self, n: usize, low: f32, high: f32, format: DType) -> Result<Vec<f32>, RandomError> {
+    fn uniform_with_precision(
+        &mut self,
+        n: usize,
+        low: f32,
+        high: f32,
+        format: DType,
+    ) -> Result<Vec<f32>, RandomError> {
         check_bounds(f64::from(low), f64::from(high))?;
-        let precision = format.float_format().map(|f| f.mantissa_bits + 1).map_err(|e| RandomError::Invalid(e.to_string()))?;
+        let precision =
+            format.float_format().map(|f| f.mantissa_bits + 1).map_err(|e| RandomError::Invalid(e.to_string()))?;
         let start = self.take(n, 1)?;
         let mut out = vec![0.0; n];
         draws::fill_uniform_f32(self.words, start, low, high, precision, &mut out);
@@ -169,7 +176,9 @@ fn check_bounds(low: f64, high: f64) -> Result<(), RandomError> {
 
 fn check_normal(mean: f64, std: f64) -> Result<(), RandomError> {
     if !(mean.is_finite() && std.is_finite() && std >= 0.0) {
-        return Err(RandomError::Invalid(format!("normal: need a finite mean and a finite std ≥ 0, got mean {mean}, std {std}")));
+        return Err(RandomError::Invalid(format!(
+            "normal: need a finite mean and a finite std ≥ 0, got mean {mean}, std {std}"
+        )));
     }
     Ok(())
 }

@@ -35,9 +35,11 @@ pub fn set_store(store: StoreSetting) {
 pub fn default_directory() -> Result<PathBuf, SettingsError> {
     let cache = match std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from) {
         Some(dir) if dir.is_absolute() => dir,
-        _ => std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(".cache"))
-            .ok_or_else(|| SettingsError::Invalid("autotune store: neither XDG_CACHE_HOME nor HOME is set; set a store with set_store".into()))?,
+        _ => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")).ok_or_else(|| {
+            SettingsError::Invalid(
+                "autotune store: neither XDG_CACHE_HOME nor HOME is set; set a store with set_store".into(),
+            )
+        })?,
     };
     Ok(cache.join("nbxtensor").join("certified"))
 }
@@ -57,7 +59,9 @@ pub fn directory() -> Result<PathBuf, SettingsError> {
     match store {
         StoreSetting::Default => default_directory(),
         StoreSetting::Path(path) => Ok(path),
-        StoreSetting::Provider(provider) => provider().map_err(|e| SettingsError::Invalid(format!("autotune store: the store function failed: {e}"))),
+        StoreSetting::Provider(provider) => {
+            provider().map_err(|e| SettingsError::Invalid(format!("autotune store: the store function failed: {e}")))
+        }
     }
 }
 
@@ -84,7 +88,11 @@ mod tests {
         let seen = Arc::clone(&counter);
         set_store(StoreSetting::Provider(Arc::new(move || {
             let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if n < 2 { Ok(PathBuf::from(format!("/tmp/store-{n}"))) } else { Err("no store today".into()) }
+            if n < 2 {
+                Ok(PathBuf::from(format!("/tmp/store-{n}")))
+            } else {
+                Err("no store today".into())
+            }
         })));
         assert_eq!(directory().unwrap(), PathBuf::from("/tmp/store-0"));
         assert_eq!(directory().unwrap(), PathBuf::from("/tmp/store-1"));

@@ -60,11 +60,17 @@ struct CgroupMemory {
 /// `memory/memory.usage_in_bytes`) under `root`; `None` where no limit is set.
 fn read_cgroup(root: &Path) -> Option<CgroupMemory> {
     let number = |file: &Path| std::fs::read_to_string(file).ok()?.trim().parse::<u64>().ok();
-    for (limit, usage) in [("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")] {
+    for (limit, usage) in
+        [("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")]
+    {
         let (limit_path, usage_path) = (root.join(limit), root.join(usage));
         // "max" (v2) does not parse: no limit
         if let (Some(limit), Some(usage)) = (number(&limit_path), number(&usage_path)) {
-            return Some(CgroupMemory { limit, usage, files: format!("{} and {}", limit_path.display(), usage_path.display()) });
+            return Some(CgroupMemory {
+                limit,
+                usage,
+                files: format!("{} and {}", limit_path.display(), usage_path.display()),
+            });
         }
     }
     None
@@ -90,12 +96,16 @@ fn bound_by_cgroup(machine: MemoryState, cgroup: Option<CgroupMemory>) -> Memory
 mod tests {
     use super::*;
 
-    const MEMINFO: &str = "MemTotal:       16000000 kB\nMemFree:         9000000 kB\nMemAvailable:   12000000 kB\nBuffers: 1 kB\n";
+    const MEMINFO: &str =
+        "MemTotal:       16000000 kB\nMemFree:         9000000 kB\nMemAvailable:   12000000 kB\nBuffers: 1 kB\n";
 
     #[test]
     fn meminfo_is_read_in_bytes() {
         let state = parse_meminfo(MEMINFO).unwrap();
-        assert_eq!((state.total, state.free, state.available), (16_000_000 * 1024, 9_000_000 * 1024, 12_000_000 * 1024));
+        assert_eq!(
+            (state.total, state.free, state.available),
+            (16_000_000 * 1024, 9_000_000 * 1024, 12_000_000 * 1024)
+        );
         assert!(parse_meminfo("MemTotal: 5 kB\n").unwrap_err().to_string().contains("MemFree"));
     }
 

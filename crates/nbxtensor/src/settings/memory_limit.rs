@@ -21,7 +21,9 @@ static LIMIT: AtomicU64 = AtomicU64::new(0);
 /// ```
 pub fn set_limit(bytes: Option<u64>) -> Result<(), SettingsError> {
     match bytes {
-        Some(0) => Err(SettingsError::Invalid("memory limit: 0 bytes leaves nothing to allocate; give a positive number of bytes or None".into())),
+        Some(0) => Err(SettingsError::Invalid(
+            "memory limit: 0 bytes leaves nothing to allocate; give a positive number of bytes or None".into(),
+        )),
         Some(bytes) => {
             LIMIT.store(bytes, Ordering::SeqCst);
             Ok(())

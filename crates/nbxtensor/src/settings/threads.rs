@@ -44,7 +44,12 @@ pub fn threads() -> usize {
     guard.setting.unwrap_or_else(measured_threads)
 }
 
-/// Sets the pool's size; `None` goes back to the measurement. Zero is refused.
+/// The largest pool [`set_threads`] builds: every thread is spawned when the pool is built,
+/// and past a thousand threads their stacks alone take gigabytes.
+pub const MAX_THREADS: usize = 1024;
+
+/// Sets the pool's size; `None` goes back to the measurement. Zero, and more than
+/// [`MAX_THREADS`], are refused.
 ///
 /// ```
 /// use nbxtensor::settings::threads;
@@ -53,11 +58,15 @@ pub fn threads() -> usize {
 /// threads::set_threads(None)?;
 /// assert_eq!(threads::threads(), threads::measured_threads());
 /// assert!(threads::set_threads(Some(0)).is_err());
+/// assert!(threads::set_threads(Some(1 << 20)).is_err());
 /// # Ok::<(), nbxtensor::settings::SettingsError>(())
 /// ```
 pub fn set_threads(threads: Option<usize>) -> Result<(), SettingsError> {
     if threads == Some(0) {
         return Err(SettingsError::Invalid("set_threads(0): a pool needs at least one thread".into()));
+    }
+    if let Some(n) = threads.filter(|n| *n > MAX_THREADS) {
+        return Err(SettingsError::Invalid(format!("set_threads({n}): more than {MAX_THREADS} threads is refused")));
     }
     let size = threads.unwrap_or_else(measured_threads);
     let mut guard = state().write().unwrap_or_else(|e| e.into_inner());

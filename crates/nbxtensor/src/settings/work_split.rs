@@ -116,7 +116,9 @@ mod tests {
         })
         .unwrap();
         assert_eq!(t, Threshold { split_from: Some(1 << 16), measured_up_to: 1 << 20 });
-        let never = measure(5000, |size, split| Ok(Duration::from_nanos(size as u64 + if split { 1_000_000 } else { 0 }))).unwrap();
+        let never =
+            measure(5000, |size, split| Ok(Duration::from_nanos(size as u64 + if split { 1_000_000 } else { 0 })))
+                .unwrap();
         assert_eq!(never, Threshold { split_from: None, measured_up_to: 5000 });
         assert_eq!(measure(10, |_, _| Err("probe raised".into())).unwrap_err(), "probe raised");
     }

@@ -79,11 +79,7 @@ pub fn broadcast_strides(shape: &[i64], strides: &[i64], target: &[i64]) -> Resu
         ))
     };
     let Some(added) = target.len().checked_sub(shape.len()) else {
-        return Err(refuse(format!(
-            "the target has {} dims, fewer than {}",
-            target.len(),
-            shape.len()
-        )));
+        return Err(refuse(format!("the target has {} dims, fewer than {}", target.len(), shape.len())));
     };
     let mut result = vec![0i64; target.len()];
     for (axis, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
@@ -93,9 +89,7 @@ pub fn broadcast_strides(shape: &[i64], strides: &[i64], target: &[i64]) -> Resu
         } else if extent == 1 {
             0
         } else {
-            return Err(refuse(format!(
-                "extent {extent} at axis {axis} is neither 1 nor {wanted}"
-            )));
+            return Err(refuse(format!("extent {extent} at axis {axis} is neither 1 nor {wanted}")));
         };
     }
     Ok(result)

@@ -8,11 +8,7 @@ use super::ShapeError;
 /// A shape with a 0 dim has 0 elements whatever its other dims.
 pub(crate) fn checked_numel(shape: &[i64]) -> Result<i64, ShapeError> {
     if let Some((axis, &dim)) = shape.iter().enumerate().find(|(_, &d)| d < 0) {
-        return Err(ShapeError::NegativeDim {
-            dim,
-            axis,
-            shape: tuple_text(shape),
-        });
+        return Err(ShapeError::NegativeDim { dim, axis, shape: tuple_text(shape) });
     }
     if shape.contains(&0) {
         return Ok(0);
@@ -20,9 +16,7 @@ pub(crate) fn checked_numel(shape: &[i64]) -> Result<i64, ShapeError> {
     shape
         .iter()
         .try_fold(1i64, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| ShapeError::Overflow {
-            what: format!("the element count of {}", tuple_text(shape)),
-        })
+        .ok_or_else(|| ShapeError::Overflow { what: format!("the element count of {}", tuple_text(shape)) })
 }
 
 /// The element count of a layout, after checking its shape and that it has one stride per dim.

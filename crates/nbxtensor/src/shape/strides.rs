@@ -34,11 +34,9 @@ pub fn contiguous_strides(shape: &[i64]) -> Result<Vec<i64>, ShapeError> {
     checked_numel(shape)?;
     let mut strides = vec![1i64; shape.len()];
     for axis in (0..shape.len().saturating_sub(1)).rev() {
-        strides[axis] = strides[axis + 1]
-            .checked_mul(shape[axis + 1].max(1))
-            .ok_or_else(|| ShapeError::Overflow {
-                what: format!("the stride of axis {axis} of {}", tuple_text(shape)),
-            })?;
+        strides[axis] = strides[axis + 1].checked_mul(shape[axis + 1].max(1)).ok_or_else(|| ShapeError::Overflow {
+            what: format!("the stride of axis {axis} of {}", tuple_text(shape)),
+        })?;
     }
     Ok(strides)
 }

@@ -44,9 +44,9 @@ pub fn infer_shape(new_shape: &[i64], numel: i64) -> Result<Vec<i64>, ShapeError
     };
     let known: Vec<i64> = new_shape.iter().copied().filter(|&d| d != -1).collect();
     match checked_numel(&known) {
-        Ok(0) if numel == 0 => Err(ShapeError::BadNewShape(format!(
-            "cannot infer the -1 of {text} for 0 elements: any extent would do"
-        ))),
+        Ok(0) if numel == 0 => {
+            Err(ShapeError::BadNewShape(format!("cannot infer the -1 of {text} for 0 elements: any extent would do")))
+        }
         Ok(n) if n > 0 && numel % n == 0 => {
             let mut shape = new_shape.to_vec();
             shape[axis] = numel / n;

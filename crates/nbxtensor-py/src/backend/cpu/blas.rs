@@ -11,10 +11,18 @@ use std::sync::OnceLock;
 
 /// The spellings of OpenBLAS's thread entry points: plain builds, 64-bit-integer builds and
 /// the builds numpy ships (`scipy_openblas…64_`).
-const SET_NAMES: [&str; 4] =
-    ["scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads"];
-const GET_NAMES: [&str; 4] =
-    ["scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads"];
+const SET_NAMES: [&str; 4] = [
+    "scipy_openblas_set_num_threads64_",
+    "openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads",
+];
+const GET_NAMES: [&str; 4] = [
+    "scipy_openblas_get_num_threads64_",
+    "openblas_get_num_threads64_",
+    "scipy_openblas_get_num_threads",
+    "openblas_get_num_threads",
+];
 
 /// A loaded OpenBLAS and its thread entry points.
 struct OpenBlas {

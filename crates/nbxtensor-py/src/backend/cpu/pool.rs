@@ -29,7 +29,10 @@ fn measured_threads() -> usize {
 #[pyfunction]
 fn set_threads(threads: Option<i64>) -> PyResult<()> {
     let threads = threads
-        .map(|n| usize::try_from(n).map_err(|_| PyValueError::new_err(format!("set_threads({n}): a pool needs at least one thread"))))
+        .map(|n| {
+            usize::try_from(n)
+                .map_err(|_| PyValueError::new_err(format!("set_threads({n}): a pool needs at least one thread")))
+        })
         .transpose()?;
     pool_threads::set_threads(threads).map_err(to_py)?;
     blas::hold_to(pool_threads::threads());

@@ -107,8 +107,7 @@ impl Policy {
     /// ```
     pub fn parse(text: &str) -> Result<Policy> {
         let read = |spelling: &str| {
-            DType::parse(spelling.trim())
-                .map_err(|e| DTypeError::Invalid(format!("policy '{text}': {e}")))
+            DType::parse(spelling.trim()).map_err(|e| DTypeError::Invalid(format!("policy '{text}': {e}")))
         };
         if !text.contains('=') {
             let dtype = read(text)?;
@@ -116,9 +115,9 @@ impl Policy {
         }
         let mut given: [Option<DType>; 3] = [None; 3];
         for part in text.split(',') {
-            let (key, value) = part.split_once('=').ok_or_else(|| {
-                DTypeError::Invalid(format!("policy '{text}': '{part}' is not key=dtype"))
-            })?;
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| DTypeError::Invalid(format!("policy '{text}': '{part}' is not key=dtype")))?;
             let field = PolicyField::from_key(key.trim())?;
             let slot = &mut given[field as usize];
             if slot.is_some() {

@@ -89,6 +89,9 @@ fn fill_values_fit_their_dtype() {
         (PyScalar::Float(0.0), Int4G128Sym, "packed"),
     ] {
         let err = f(value, dtype).unwrap_err().to_string();
-        assert!(err.starts_with("masked_fill: fill value") && err.contains(dtype.name()) && err.contains(named), "{err}");
+        assert!(
+            err.starts_with("masked_fill: fill value") && err.contains(dtype.name()) && err.contains(named),
+            "{err}"
+        );
     }
 }

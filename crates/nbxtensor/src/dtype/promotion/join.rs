@@ -82,11 +82,8 @@ impl Join {
         if let [only] = self.floats[..] {
             return Ok(Joined::Exact(only));
         }
-        let holders: Vec<DType> = DType::ALL
-            .iter()
-            .copied()
-            .filter(|&h| self.floats.iter().all(|&f| holds(h, f)))
-            .collect();
+        let holders: Vec<DType> =
+            DType::ALL.iter().copied().filter(|&h| self.floats.iter().all(|&f| holds(h, f))).collect();
         let narrowest = holders.iter().filter_map(|h| h.itemsize().ok()).min();
         let at_narrowest: Vec<DType> = holders.into_iter().filter(|h| h.itemsize().ok() == narrowest).collect();
         let mut tied = self.floats.clone();
@@ -94,7 +91,9 @@ impl Join {
         let names = tied.iter().map(|f| f.name()).collect::<Vec<_>>().join(" and ");
         match at_narrowest[..] {
             [holder] => Ok(Joined::Tied { holder }),
-            [] => Err(DTypeError::Refused(format!("{names} have no common dtype: no float of the table holds them all"))),
+            [] => {
+                Err(DTypeError::Refused(format!("{names} have no common dtype: no float of the table holds them all")))
+            }
             _ => Err(DTypeError::Refused(format!(
                 "{names} have no common dtype: none holds the others, and {} each hold them all; cast to one first",
                 at_narrowest.iter().map(|h| h.name()).collect::<Vec<_>>().join(", ")

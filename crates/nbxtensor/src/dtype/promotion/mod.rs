@@ -102,9 +102,9 @@ pub fn float_math_input(dtype: DType) -> Result<DType> {
     match dtype.kind() {
         Kind::Bool | Kind::Int | Kind::Uint => Ok(DType::Float32),
         Kind::Float | Kind::Complex => Ok(dtype),
-        Kind::Packed => Err(DTypeError::Refused(format!(
-            "'{dtype}' is packed: a float math op reads a float; dequantize it first"
-        ))),
+        Kind::Packed => {
+            Err(DTypeError::Refused(format!("'{dtype}' is packed: a float math op reads a float; dequantize it first")))
+        }
     }
 }
 

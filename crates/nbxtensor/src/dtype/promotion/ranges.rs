@@ -36,7 +36,10 @@ pub fn integer_range(dtype: DType) -> Option<(i128, i128)> {
 pub fn holds(holder: DType, held: DType) -> bool {
     match (holder.float_format(), held.float_format()) {
         (Ok(a), Ok(b)) => {
-            a.exponent_bits >= b.exponent_bits && a.mantissa_bits >= b.mantissa_bits && a.max >= b.max && (a.inf || !b.inf)
+            a.exponent_bits >= b.exponent_bits
+                && a.mantissa_bits >= b.mantissa_bits
+                && a.max >= b.max
+                && (a.inf || !b.inf)
         }
         _ => false,
     }
@@ -52,7 +55,8 @@ pub fn holds(holder: DType, held: DType) -> bool {
 /// # Ok::<(), nbxtensor::dtype::DTypeError>(())
 /// ```
 pub fn complex_part(complex: DType) -> Result<DType> {
-    let refused = || DTypeError::Refused(format!("'{complex}' is not a complex of the table with one float of half its width"));
+    let refused =
+        || DTypeError::Refused(format!("'{complex}' is not a complex of the table with one float of half its width"));
     if complex.kind() != Kind::Complex {
         return Err(refused());
     }

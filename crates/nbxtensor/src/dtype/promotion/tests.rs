@@ -114,7 +114,9 @@ fn promoted_leaves_the_half_meeting_to_the_caller() {
 
 #[test]
 fn float_math_reads_integers_as_float32() {
-    for (input, want) in [(Bool, Float32), (Uint8, Float32), (Int64, Float32), (Float16, Float16), (Complex128, Complex128)] {
+    for (input, want) in
+        [(Bool, Float32), (Uint8, Float32), (Int64, Float32), (Float16, Float16), (Complex128, Complex128)]
+    {
         assert_eq!(float_math_input(input).unwrap(), want);
     }
 }
@@ -165,7 +167,9 @@ fn python_scalars_are_weak() {
     for (array, scalar, want) in cases {
         assert_eq!(scalar_result(array, scalar).unwrap(), want, "{array} with {scalar}");
     }
-    for (array, value) in [(Int8, 128), (Int8, -129), (Uint8, -1), (Uint8, 256), (Int64, 1 << 63), (Uint64, 1 << 64), (Bool, 1 << 63)] {
+    for (array, value) in
+        [(Int8, 128), (Int8, -129), (Uint8, -1), (Uint8, 256), (Int64, 1 << 63), (Uint64, 1 << 64), (Bool, 1 << 63)]
+    {
         let err = scalar_result(array, S::Int(value)).unwrap_err().to_string();
         let named = if array == Bool { Int64 } else { array };
         assert!(err.starts_with(&format!("{value} does not fit {named} (")), "{err}");
