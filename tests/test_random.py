@@ -125,3 +125,19 @@ def test_output_dtypes_and_shapes():
 def test_bad_draws_are_refused_by_name(call, message):
     with pytest.raises(ValueError, match=message):
         call(Generator(0))
+
+
+def test_a_draw_over_the_memory_limit_is_refused_and_the_process_goes_on():
+    from nbxtensor import memory
+
+    g = Generator(0)
+    try:
+        memory.set_limit(1 << 20)
+        with pytest.raises(MemoryError, match=r"4194304 bytes asked, over the memory limit set of 1048576 bytes"):
+            g.uniform(1 << 20)
+        assert g.offset == 0, "a refused draw consumes nothing"
+        assert g.uniform(1000).shape == (1000,)
+    finally:
+        memory.set_limit(None)
+    with pytest.raises(MemoryError, match="over the host's memory"):
+        g.permutation(2**62)

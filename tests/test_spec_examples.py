@@ -11,6 +11,8 @@ from spec_examples import SPEC, assert_count, examples
 
 # section heading -> the number of assert statements its examples hold in the spec
 SECTIONS = {
+    "What the library reads by itself, and what you may set": 5,
+    "The CPU: every core": 3,
     "Dtype widths and kinds": 8,
     "bfloat16 on the host": 4,
     "Type promotion": 7,

@@ -132,9 +132,9 @@ pub fn fill_integers(words: Words, offset: u64, low: i64, high: i64, out: &mut [
     });
 }
 
-/// A permutation of `0..n`: indices sorted by their 64-bit keys (ties by index).
-pub fn permutation(words: Words, offset: u64, n: usize) -> Vec<i64> {
-    let mut keyed: Vec<(u64, i64)> = vec![(0, 0); n];
+/// A permutation of `0..keyed.len()`: indices sorted by their 64-bit keys (ties by index);
+/// `keyed` is the caller's workspace, one pair per index.
+pub fn permutation(words: Words, offset: u64, mut keyed: Vec<(u64, i64)>) -> Vec<i64> {
     fill_by_words(words, offset, 2, &mut keyed, |w, v| v.0 = u64::from(w[0]) << 32 | u64::from(w[1]));
     for (i, entry) in keyed.iter_mut().enumerate() {
         entry.1 = i as i64;
@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_permutation_holds_every_index_once() {
-        let mut p = permutation(WORDS, 0, 10_000);
+        let mut p = permutation(WORDS, 0, vec![(0, 0); 10_000]);
         assert_ne!(p[..10], (0..10).collect::<Vec<i64>>()[..]);
         p.sort_unstable();
         assert_eq!(p, (0..10_000).collect::<Vec<i64>>());
@@ -203,7 +203,7 @@ mod tests {
             fill_normal_f64(WORDS, 4, 0.0, 1.0, &mut n);
             let mut i = vec![0i64; 2 * CHUNK + 1];
             fill_integers(WORDS, 4, 0, 1000, &mut i);
-            (u, n, i, permutation(WORDS, 4, 5 * CHUNK))
+            (u, n, i, permutation(WORDS, 4, vec![(0, 0); 5 * CHUNK]))
         };
         threads::set_threads(Some(1)).unwrap();
         let one = draw();

@@ -3,6 +3,8 @@
 
 use super::draws::{self, Words};
 use crate::dtype::DType;
+use crate::settings::memory_limit::host_vec;
+use crate::settings::SettingsError;
 use half::{bf16, f16};
 
 /// Why a draw was refused.
@@ -11,6 +13,9 @@ pub enum RandomError {
     /// Bounds or parameters outside their domain (an empty range, a negative std …).
     #[error("{0}")]
     Invalid(String),
+    /// A draw whose output does not fit under the memory limit.
+    #[error(transparent)]
+    Memory(#[from] SettingsError),
 }
 
 /// A seeded counter-based random stream (Philox4x32-10); see the module docs for the exact
@@ -91,8 +96,8 @@ impl Generator {
     /// `n` uniform float64 values in `[low, high)`.
     pub fn uniform_f64(&mut self, n: usize, low: f64, high: f64) -> Result<Vec<f64>, RandomError> {
         check_bounds(low, high)?;
+        let mut out = host_vec(n, 0.0, "a random draw")?;
         let start = self.take(n, 2)?;
-        let mut out = vec![0.0; n];
         draws::fill_uniform_f64(self.words, start, low, high, &mut out);
         Ok(out)
     }
@@ -107,8 +112,8 @@ impl Generator {
         check_bounds(f64::from(low), f64::from(high))?;
         let precision =
             format.float_format().map(|f| f.mantissa_bits + 1).map_err(|e| RandomError::Invalid(e.to_string()))?;
+        let mut out = host_vec(n, 0.0, "a random draw")?;
         let start = self.take(n, 1)?;
-        let mut out = vec![0.0; n];
         draws::fill_uniform_f32(self.words, start, low, high, precision, &mut out);
         Ok(out)
     }
@@ -116,8 +121,8 @@ impl Generator {
     /// `n` normal float64 values.
     pub fn normal_f64(&mut self, n: usize, mean: f64, std: f64) -> Result<Vec<f64>, RandomError> {
         check_normal(mean, std)?;
+        let mut out = host_vec(n, 0.0, "a random draw")?;
         let start = self.take(n + n % 2, 1)?;
-        let mut out = vec![0.0; n];
         draws::fill_normal_f64(self.words, start, mean, std, &mut out);
         Ok(out)
     }
@@ -125,8 +130,8 @@ impl Generator {
     /// `n` normal values rounded to float32.
     pub fn normal_f32(&mut self, n: usize, mean: f64, std: f64) -> Result<Vec<f32>, RandomError> {
         check_normal(mean, std)?;
+        let mut out = host_vec(n, 0.0, "a random draw")?;
         let start = self.take(n + n % 2, 1)?;
-        let mut out = vec![0.0; n];
         draws::fill_normal_f32(self.words, start, mean, std, &mut out);
         Ok(out)
     }
@@ -154,16 +159,17 @@ impl Generator {
         if low >= high {
             return Err(RandomError::Invalid(format!("integers: the range [{low}, {high}) is empty")));
         }
+        let mut out = host_vec(n, 0, "a random draw")?;
         let start = self.take(n, 2)?;
-        let mut out = vec![0; n];
         draws::fill_integers(self.words, start, low, high, &mut out);
         Ok(out)
     }
 
     /// A random permutation of `0..n`.
     pub fn permutation(&mut self, n: usize) -> Result<Vec<i64>, RandomError> {
+        let keyed = host_vec(n, (0, 0), "a random permutation")?;
         let start = self.take(n, 2)?;
-        Ok(draws::permutation(self.words, start, n))
+        Ok(draws::permutation(self.words, start, keyed))
     }
 }
 

@@ -2,7 +2,7 @@
 //! memory of the device when none is set. Every allocator refuses what a card of that size
 //! would refuse.
 
-use super::SettingsError;
+use super::{host_memory, SettingsError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// 0 stands for "no limit set".
@@ -46,4 +46,36 @@ pub fn limit() -> Option<u64> {
 /// The limit for a device whose physical memory is `physical` bytes: the smaller of the two.
 pub fn effective_limit(physical: u64) -> u64 {
     limit().map_or(physical, |set| set.min(physical))
+}
+
+/// Refuses a host allocation of `bytes` over the limit in force (the setting, or the host's
+/// memory as [`host_memory::memory_state`] reads it); `what` names the allocation.
+pub fn check_host_bytes(bytes: u64, what: &str) -> Result<(), SettingsError> {
+    let state = host_memory::memory_state()?;
+    let limit = effective_limit(state.total);
+    if bytes > limit {
+        let whose = if limit < state.total { "the memory limit set" } else { "the host's memory" };
+        return Err(SettingsError::OverLimit(format!("{what}: {bytes} bytes asked, over {whose} of {limit} bytes")));
+    }
+    Ok(())
+}
+
+/// `n` copies of `value` in a new vector, refused with an error (never an abort) over the
+/// memory limit or when the host cannot give the bytes.
+///
+/// ```
+/// use nbxtensor::settings::memory_limit::host_vec;
+/// assert_eq!(host_vec(3, 7u8, "a test")?, vec![7, 7, 7]);
+/// assert!(host_vec(usize::MAX / 2, 0u64, "a huge draw").unwrap_err().to_string().starts_with("a huge draw:"));
+/// # Ok::<(), nbxtensor::settings::SettingsError>(())
+/// ```
+pub fn host_vec<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>, SettingsError> {
+    let bytes = (n as u128) * (std::mem::size_of::<T>() as u128);
+    check_host_bytes(u64::try_from(bytes).unwrap_or(u64::MAX), what)?;
+    let mut values = Vec::new();
+    values
+        .try_reserve_exact(n)
+        .map_err(|e| SettingsError::OverLimit(format!("{what}: {bytes} bytes could not be allocated: {e}")))?;
+    values.resize(n, value);
+    Ok(values)
 }

@@ -26,6 +26,9 @@ pub enum SettingsError {
     /// A machine file that could not be read or parsed.
     #[error("{0}")]
     Unreadable(String),
+    /// An allocation over the memory limit, or one the host refused.
+    #[error("{0}")]
+    OverLimit(String),
     /// A directory the library must write to and cannot.
     #[error("{0}")]
     Unwritable(String),
