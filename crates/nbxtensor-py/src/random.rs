@@ -4,7 +4,7 @@
 
 use crate::errors::to_py;
 use crate::shape::{dims_of, int_of};
-use nbxtensor::random::{self, Generator as CoreGenerator};
+use nbxtensor::random::{self, FloatDraw, Generator as CoreGenerator};
 use nbxtensor::DType;
 use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
@@ -32,8 +32,14 @@ fn dtype_of(name: &str) -> PyResult<DType> {
     DType::from_name(name).map_err(to_py)
 }
 
-fn unsupported(draw: &str, dtype: DType, supported: &str) -> PyErr {
-    PyValueError::new_err(format!("{draw}: dtype '{dtype}' is not drawn; draws give {supported}"))
+/// A float draw as a numpy array of shape `dims` (bfloat16 as its uint16 bit patterns).
+fn float_array<'py>(py: Python<'py>, values: FloatDraw, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    match values {
+        FloatDraw::Float32(v) => array(py, v, dims),
+        FloatDraw::Float64(v) => array(py, v, dims),
+        FloatDraw::Float16(v) => array(py, v, dims),
+        FloatDraw::Bfloat16(v) => array(py, v.into_iter().map(|x| x.to_bits()).collect::<Vec<u16>>(), dims),
+    }
 }
 
 /// A seeded counter-based random stream: `(seed, stream, offset)` → the same bits on every
@@ -91,19 +97,10 @@ impl Generator {
         high: f64,
         dtype: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let dims = shape_of(shape)?;
-        let n = dims.iter().product();
+        let (dims, dtype) = (shape_of(shape)?, dtype_of(dtype)?);
         let g = &mut self.inner;
-        match dtype_of(dtype)? {
-            DType::Float32 => array(py, py.detach(|| g.uniform_f32(n, low as f32, high as f32)).map_err(to_py)?, &dims),
-            DType::Float64 => array(py, py.detach(|| g.uniform_f64(n, low, high)).map_err(to_py)?, &dims),
-            DType::Float16 => array(py, py.detach(|| g.uniform_f16(n, low as f32, high as f32)).map_err(to_py)?, &dims),
-            DType::Bfloat16 => {
-                let values = py.detach(|| g.uniform_bf16(n, low as f32, high as f32)).map_err(to_py)?;
-                array(py, values.into_iter().map(|v| v.to_bits()).collect::<Vec<u16>>(), &dims)
-            }
-            other => Err(unsupported("uniform", other, "float32, float64, float16 and bfloat16 (as uint16 bits)")),
-        }
+        let values = py.detach(|| g.uniform(dims.iter().product(), low, high, dtype)).map_err(to_py)?;
+        float_array(py, values, &dims)
     }
 
     /// Normal values of a float dtype (float32, float64, float16, bfloat16).
@@ -116,19 +113,10 @@ impl Generator {
         std: f64,
         dtype: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let dims = shape_of(shape)?;
-        let n = dims.iter().product();
+        let (dims, dtype) = (shape_of(shape)?, dtype_of(dtype)?);
         let g = &mut self.inner;
-        match dtype_of(dtype)? {
-            DType::Float32 => array(py, py.detach(|| g.normal_f32(n, mean, std)).map_err(to_py)?, &dims),
-            DType::Float64 => array(py, py.detach(|| g.normal_f64(n, mean, std)).map_err(to_py)?, &dims),
-            DType::Float16 => array(py, py.detach(|| g.normal_f16(n, mean, std)).map_err(to_py)?, &dims),
-            DType::Bfloat16 => {
-                let values = py.detach(|| g.normal_bf16(n, mean, std)).map_err(to_py)?;
-                array(py, values.into_iter().map(|v| v.to_bits()).collect::<Vec<u16>>(), &dims)
-            }
-            other => Err(unsupported("normal", other, "float32, float64, float16 and bfloat16 (as uint16 bits)")),
-        }
+        let values = py.detach(|| g.normal(dims.iter().product(), mean, std, dtype)).map_err(to_py)?;
+        float_array(py, values, &dims)
     }
 
     /// int64 values in [low, high).

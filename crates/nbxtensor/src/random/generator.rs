@@ -146,6 +146,28 @@ impl Generator {
         Ok(self.normal_f32(n, mean, std)?.into_iter().map(bf16::from_f32).collect())
     }
 
+    /// `n` uniform values of a float `dtype` (float32, float64, float16, bfloat16).
+    pub fn uniform(&mut self, n: usize, low: f64, high: f64, dtype: DType) -> Result<FloatDraw, RandomError> {
+        Ok(match dtype {
+            DType::Float32 => FloatDraw::Float32(self.uniform_f32(n, low as f32, high as f32)?),
+            DType::Float64 => FloatDraw::Float64(self.uniform_f64(n, low, high)?),
+            DType::Float16 => FloatDraw::Float16(self.uniform_f16(n, low as f32, high as f32)?),
+            DType::Bfloat16 => FloatDraw::Bfloat16(self.uniform_bf16(n, low as f32, high as f32)?),
+            other => return Err(not_drawn("uniform", other)),
+        })
+    }
+
+    /// `n` normal values of a float `dtype` (float32, float64, float16, bfloat16).
+    pub fn normal(&mut self, n: usize, mean: f64, std: f64, dtype: DType) -> Result<FloatDraw, RandomError> {
+        Ok(match dtype {
+            DType::Float32 => FloatDraw::Float32(self.normal_f32(n, mean, std)?),
+            DType::Float64 => FloatDraw::Float64(self.normal_f64(n, mean, std)?),
+            DType::Float16 => FloatDraw::Float16(self.normal_f16(n, mean, std)?),
+            DType::Bfloat16 => FloatDraw::Bfloat16(self.normal_bf16(n, mean, std)?),
+            other => return Err(not_drawn("normal", other)),
+        })
+    }
+
     /// `n` integers in `[low, high)`.
     ///
     /// ```
@@ -171,6 +193,25 @@ impl Generator {
         let start = self.take(n, 2)?;
         Ok(draws::permutation(self.words, start, keyed))
     }
+}
+
+/// The values of a float draw, in the dtype asked for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FloatDraw {
+    /// float32 values.
+    Float32(Vec<f32>),
+    /// float64 values.
+    Float64(Vec<f64>),
+    /// float16 values.
+    Float16(Vec<f16>),
+    /// bfloat16 values.
+    Bfloat16(Vec<bf16>),
+}
+
+fn not_drawn(draw: &str, dtype: DType) -> RandomError {
+    RandomError::Invalid(format!(
+        "{draw}: dtype '{dtype}' is not drawn; draws give float32, float64, float16 and bfloat16"
+    ))
 }
 
 fn check_bounds(low: f64, high: f64) -> Result<(), RandomError> {
