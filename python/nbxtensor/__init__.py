@@ -9,11 +9,12 @@ re-exports the extension `nbxtensor._core` under the paths of the spec.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from . import backend, dtype, io, memory, ops, random, shape
+from . import backend, dtype, io, memory, ops, random, shape, tensor
+from .tensor import Tensor
 
 try:
     __version__ = _version("nbxtensor")
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "backend", "dtype", "io", "memory", "ops", "random", "shape"]
+__all__ = ["__version__", "backend", "dtype", "io", "memory", "ops", "random", "shape", "tensor", "Tensor"]

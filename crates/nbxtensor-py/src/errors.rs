@@ -5,8 +5,10 @@
 //! over the memory limit is `MemoryError`. Every message is
 //! the core's, which names the value or the path at fault.
 
+use nbxtensor::memory::MemoryError;
 use nbxtensor::random::RandomError;
 use nbxtensor::settings::SettingsError;
+use nbxtensor::tensor::TensorError;
 use pyo3::exceptions::{PyMemoryError, PyOSError, PyValueError};
 use pyo3::PyErr;
 
@@ -14,13 +16,19 @@ use pyo3::PyErr;
 pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
     let error = error.into();
     let message = error.to_string();
-    let settings = match &error {
-        nbxtensor::Error::Settings(e) | nbxtensor::Error::Random(RandomError::Memory(e)) => Some(e),
+    let memory = match &error {
+        nbxtensor::Error::Memory(e) | nbxtensor::Error::Tensor(TensorError::Memory(e)) => Some(e),
         _ => None,
     };
-    match settings {
-        Some(SettingsError::OverLimit(_)) => PyMemoryError::new_err(message),
-        Some(SettingsError::Unreadable(_) | SettingsError::Unwritable(_)) => PyOSError::new_err(message),
-        Some(SettingsError::Invalid(_)) | None => PyValueError::new_err(message),
+    let settings = match (&error, memory) {
+        (nbxtensor::Error::Settings(e) | nbxtensor::Error::Random(RandomError::Memory(e)), _) => Some(e),
+        (_, Some(MemoryError::Settings(e))) => Some(e),
+        _ => None,
+    };
+    match (memory, settings) {
+        (Some(MemoryError::OverLimit { .. } | MemoryError::Refused { .. }), _)
+        | (_, Some(SettingsError::OverLimit(_))) => PyMemoryError::new_err(message),
+        (_, Some(SettingsError::Unreadable(_) | SettingsError::Unwritable(_))) => PyOSError::new_err(message),
+        _ => PyValueError::new_err(message),
     }
 }

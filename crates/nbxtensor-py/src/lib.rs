@@ -12,6 +12,7 @@ mod memory;
 mod ops;
 mod random;
 mod shape;
+mod tensor;
 
 use pyo3::prelude::*;
 
@@ -35,6 +36,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "policy", dtype::policy::register)?;
     add_submodule(m, "outputs", dtype::outputs::register)?;
     add_submodule(m, "shape", shape::register)?;
+    add_submodule(m, "tensor", tensor::register)?;
     add_submodule(m, "pool", backend::cpu::pool::register)?;
     add_submodule(m, "random", random::register)?;
     add_submodule(m, "host_memory", backend::host_memory::register)?;

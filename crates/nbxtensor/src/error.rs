@@ -2,9 +2,11 @@
 
 use crate::dtype::DTypeError;
 use crate::facts::FactsError;
+use crate::memory::MemoryError;
 use crate::random::RandomError;
 use crate::settings::SettingsError;
 use crate::shape::ShapeError;
+use crate::tensor::TensorError;
 
 /// Any error of the crate, by the layer it comes from.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -21,6 +23,12 @@ pub enum Error {
     /// From the random layer: an empty range, a bad parameter …
     #[error(transparent)]
     Random(#[from] RandomError),
+    /// From the memory layer: over the limit, an unknown device …
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// From the tensor layer: a refused view, a bad layout …
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
     /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
     #[error(transparent)]
     Facts(#[from] FactsError),

@@ -13,8 +13,10 @@
 //! | dtype | [`dtype`] | [`DType`], conversions, promotion, precision policies, output rules |
 //! | shape | [`shape`] | element counts, strides, the view rule, broadcasting, slice bounds |
 //! | random | [`random`] | counter-based streams (Philox4x32-10): the same bits on every thread count |
+//! | memory | [`memory`] | devices, one allocator per device, the arena, the memory limit enforced |
+//! | tensor | [`tensor`] | storage + layout + dtype; views without copies |
 //!
-//! Later layers (random streams, memory, tensors, kernels, backends, programs, io) follow the
+//! Later layers (kernels, backends, programs, io) follow the
 //! plan in the repository's `DESIGN.md`.
 //!
 //! Every fallible call returns the [`Result`] of its layer; the crate-wide [`Error`] gathers
@@ -32,9 +34,11 @@
 pub mod dtype;
 mod error;
 pub mod facts;
+pub mod memory;
 pub mod random;
 pub mod settings;
 pub mod shape;
+pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, Result};

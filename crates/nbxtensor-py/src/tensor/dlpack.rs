@@ -1,0 +1,1 @@
+//! DLPack for `nbxtensor.Tensor` (being written).

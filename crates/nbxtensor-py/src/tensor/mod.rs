@@ -1,0 +1,233 @@
+//! `nbxtensor.Tensor`: the Python class over `nbxtensor::tensor::Tensor`.
+//!
+//! Views never copy; a view the layout refuses is a ValueError that says to copy first.
+//! Exchange with numpy and other libraries goes through DLPack (`dlpack.rs`).
+
+pub mod dlpack;
+
+use crate::errors::to_py;
+use crate::shape::{dims_of, int_of};
+use nbxtensor::memory::Device;
+use nbxtensor::tensor::Tensor as CoreTensor;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
+
+/// A tensor: a dtype, a shape, strides in elements, an offset, a device, and storage shared
+/// by its views.
+#[pyclass(module = "nbxtensor", name = "Tensor", frozen)]
+pub struct Tensor {
+    /// The core tensor.
+    pub inner: CoreTensor,
+}
+
+impl Tensor {
+    /// Wraps a core tensor.
+    pub fn wrap(inner: CoreTensor) -> Tensor {
+        Tensor { inner }
+    }
+}
+
+fn dims_arg(args: &Bound<'_, PyTuple>, what: &str) -> PyResult<Vec<i64>> {
+    // f(2, 3) and f((2, 3)) both name the dims (2, 3)
+    if args.len() == 1 && !args.get_item(0)?.is_instance_of::<PyInt>() {
+        return dims_of(&args.get_item(0)?, what);
+    }
+    dims_of(args.as_any(), what)
+}
+
+#[pymethods]
+impl Tensor {
+    /// The dtype's table name.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        self.inner.dtype().name()
+    }
+
+    /// The extents, a tuple.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// The strides in elements, a tuple.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.strides())
+    }
+
+    /// The offset of the first element in the storage, in elements.
+    #[getter]
+    fn offset(&self) -> i64 {
+        self.inner.offset()
+    }
+
+    /// The device as text (`"cpu"`, `"cuda:0"`).
+    #[getter]
+    fn device(&self) -> String {
+        self.inner.device().to_string()
+    }
+
+    /// The number of dims.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    /// The number of elements.
+    fn numel(&self) -> i64 {
+        self.inner.numel()
+    }
+
+    /// Whether the layout is row-major without gaps.
+    fn is_contiguous(&self) -> bool {
+        self.inner.is_contiguous()
+    }
+
+    /// Whether the producer of the storage forbade writes.
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
+    /// Elements `start..start + length` of `dim`, a view.
+    fn narrow(&self, dim: i64, start: i64, length: i64) -> PyResult<Tensor> {
+        self.inner.narrow(dim, start, length).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The same elements in a new shape (one -1 inferred), a view; refused where the layout
+    /// has none: copy first.
+    #[pyo3(signature = (*shape))]
+    fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+        self.inner.reshape(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The same as reshape: a view, or an error that says to copy first.
+    #[pyo3(signature = (*shape))]
+    fn view(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+        self.reshape(shape)
+    }
+
+    /// The dims in a new order.
+    #[pyo3(signature = (*dims))]
+    fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+        self.inner.permute(&dims_arg(dims, "dims")?).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// Dims a and b swapped.
+    fn transpose(&self, a: i64, b: i64) -> PyResult<Tensor> {
+        self.inner.transpose(a, b).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The tensor broadcast to a shape, without a copy.
+    #[pyo3(signature = (*shape))]
+    fn expand(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
+        self.inner.expand(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The tensor broadcast to a shape, without a copy (numpy's name).
+    fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.inner.expand(&dims_of(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// Dims of extent 1 removed (one dim, or all).
+    #[pyo3(signature = (dim = None))]
+    fn squeeze(&self, dim: Option<i64>) -> PyResult<Tensor> {
+        self.inner.squeeze(dim).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// A dim of extent 1 inserted.
+    fn unsqueeze(&self, dim: i64) -> PyResult<Tensor> {
+        self.inner.unsqueeze(dim).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The elements in row-major order as bytes (a copy), as numpy's `tobytes`.
+    fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let bytes = self.inner.to_bytes().map_err(to_py)?;
+        Ok(pyo3::types::PyBytes::new(py, &bytes))
+    }
+
+    /// The tensor itself when contiguous, else a contiguous copy.
+    fn contiguous(&self) -> PyResult<Tensor> {
+        self.inner.contiguous().map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// A copy on a device (`"cpu"`, `"cuda"`, `"cuda:1"`); the same tensor on its own device.
+    fn to(&self, device: &str) -> PyResult<Tensor> {
+        let device = Device::parse(device).map_err(to_py)?;
+        self.inner.to(device).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// Indexing by ints, step-1 slices, `...` and `None`; a strided slice is refused by name.
+    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+            Ok(tuple) => tuple.iter().collect(),
+            Err(_) => vec![key.clone()],
+        };
+        let consumed = items.iter().filter(|i| !i.is_none() && !i.is_instance_of::<PyEllipsis>()).count();
+        if consumed > self.inner.ndim() {
+            return Err(PyIndexError::new_err(format!(
+                "too many indices: {consumed} for a tensor of {} dims",
+                self.inner.ndim()
+            )));
+        }
+        if items.iter().filter(|i| i.is_instance_of::<PyEllipsis>()).count() > 1 {
+            return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+        }
+        let mut tensor = self.inner.clone();
+        let mut dim = 0i64;
+        for item in &items {
+            if item.is_none() {
+                tensor = tensor.unsqueeze(dim).map_err(to_py)?;
+                dim += 1;
+            } else if item.is_instance_of::<PyEllipsis>() {
+                dim += (self.inner.ndim() - consumed) as i64;
+            } else if let Ok(slice) = item.cast::<PySlice>() {
+                let bound = |name: &str| -> PyResult<Option<i64>> {
+                    let value = slice.getattr(name)?;
+                    if value.is_none() {
+                        Ok(None)
+                    } else {
+                        int_of(&value, &|| format!("slice {name}")).map(Some)
+                    }
+                };
+                let step = bound("step")?.unwrap_or(1);
+                tensor = tensor.slice(dim, bound("start")?, bound("stop")?, step).map_err(to_py)?;
+                dim += 1;
+            } else if item.is_instance_of::<PyInt>() {
+                let index = int_of(item, &|| "index".to_string())?;
+                tensor = tensor.select(dim, index).map_err(|e| PyIndexError::new_err(e.to_string()))?;
+            } else {
+                return Err(PyValueError::new_err(format!(
+                    "a tensor is indexed by ints, step-1 slices, ... and None, not {}",
+                    item.get_type().name()?
+                )));
+            }
+        }
+        Ok(Tensor::wrap(tensor))
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        match self.inner.shape().first() {
+            Some(&n) => Ok(n as usize),
+            None => Err(pyo3::exceptions::PyTypeError::new_err("len() of a 0-d tensor")),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Tensor(dtype={}, shape={:?}, strides={:?}, offset={}, device={})",
+            self.inner.dtype(),
+            self.inner.shape(),
+            self.inner.strides(),
+            self.inner.offset(),
+            self.inner.device()
+        )
+    }
+}
+
+/// Registers the class.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Tensor>()?;
+    Ok(())
+}

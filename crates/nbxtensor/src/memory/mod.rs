@@ -1,0 +1,18 @@
+//! The memory layer: devices, one [`Allocator`] per device, the [`Arena`] a planned program
+//! runs in, and the process memory limit every allocator holds to.
+//!
+//! Every allocation is counted against the limit in force
+//! ([`crate::settings::memory_limit`]): a request that would pass it fails with an error
+//! naming the bytes asked for, the bytes in use and the limit, and the process goes on.
+
+mod allocator;
+mod arena;
+mod device;
+mod error;
+mod host;
+
+pub use allocator::Allocator;
+pub use arena::{Arena, Region};
+pub use device::{Device, DeviceKind};
+pub use error::MemoryError;
+pub use host::{host_allocator, HostAllocator, HostBlock, HOST_ALIGNMENT};

@@ -1,0 +1,187 @@
+//! The tensor layer: a [`Tensor`] is shared [`Storage`] seen through a layout (shape,
+//! strides in elements, offset in elements) with a dtype. Views share the storage and never
+//! copy; a view the layout does not allow is an error that says to copy first.
+//!
+//! ```
+//! use nbxtensor::tensor::Tensor;
+//! use nbxtensor::DType;
+//! let t = Tensor::from_vec((0..24).map(|x| x as f32).collect(), &[2, 3, 4])?;
+//! let v = t.permute(&[2, 0, 1])?.narrow(0, 1, 2)?;
+//! assert_eq!((v.shape(), v.strides()), (&[2, 2, 3][..], &[1, 12, 4][..]));
+//! assert!(v.reshape(&[12]).is_err());                       // not a view: copy first
+//! assert_eq!(v.contiguous()?.reshape(&[12])?.to_vec::<f32>()?[..3], [1.0, 5.0, 9.0]);
+//! # Ok::<(), nbxtensor::tensor::TensorError>(())
+//! ```
+
+mod copy;
+mod element;
+mod error;
+mod storage;
+mod views;
+
+pub use element::Element;
+pub use error::TensorError;
+pub use storage::Storage;
+
+use crate::dtype::DType;
+use crate::memory::Device;
+use crate::shape;
+use std::sync::Arc;
+
+/// A result of the tensor layer.
+pub type Result<T, E = TensorError> = std::result::Result<T, E>;
+
+/// A dtype, a layout and shared storage.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<Storage>,
+    dtype: DType,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    offset: i64,
+}
+
+impl Tensor {
+    /// A tensor over `storage` with the given layout; every element it addresses must lie
+    /// inside the storage, and the dtype must have a per-element width.
+    pub fn from_storage(
+        storage: Arc<Storage>,
+        dtype: DType,
+        shape: &[i64],
+        strides: &[i64],
+        offset: i64,
+    ) -> Result<Tensor> {
+        let itemsize = dtype.itemsize()? as i128;
+        let numel = shape::numel(shape)?;
+        shape::is_contiguous(shape, strides)?; // refuses strides of another length than the shape
+        if numel > 0 {
+            let (mut low, mut high) = (i128::from(offset), i128::from(offset));
+            for (&size, &stride) in shape.iter().zip(strides) {
+                let reach = i128::from(size - 1) * i128::from(stride);
+                if reach < 0 {
+                    low += reach
+                } else {
+                    high += reach
+                }
+            }
+            if low < 0 || (high + 1) * itemsize > storage.len() as i128 {
+                return Err(TensorError::Invalid(format!(
+                    "a {dtype} layout of shape {shape:?}, strides {strides:?}, offset {offset} addresses elements {low}..={high}, outside a storage of {} bytes",
+                    storage.len()
+                )));
+            }
+        }
+        Ok(Tensor { storage, dtype, shape: shape.to_vec(), strides: strides.to_vec(), offset })
+    }
+
+    /// A contiguous tensor holding a copy of `bytes` (exactly `numel * itemsize` of them).
+    pub fn from_bytes(dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<Tensor> {
+        let expected = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
+        if expected != bytes.len() as u128 {
+            return Err(TensorError::Invalid(format!(
+                "a {dtype} tensor of shape {shape:?} takes {expected} bytes, {} were given",
+                bytes.len()
+            )));
+        }
+        let strides = shape::contiguous_strides(shape)?;
+        Tensor::from_storage(Arc::new(Storage::copy_of(bytes)?), dtype, shape, &strides, 0)
+    }
+
+    /// A contiguous tensor of zeros (all bytes zero).
+    pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Tensor> {
+        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let strides = shape::contiguous_strides(shape)?;
+        Tensor::from_storage(Arc::new(Storage::zeroed(bytes)?), dtype, shape, &strides, 0)
+    }
+
+    /// A contiguous tensor owning `values`.
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Tensor> {
+        Tensor::from_bytes(T::DTYPE, shape, T::as_bytes(&values))
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &[i64] {
+        &self.shape
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[i64] {
+        &self.strides
+    }
+
+    /// The offset of the first element in the storage, in elements.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The number of dims.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    /// Where the storage lives.
+    pub fn device(&self) -> Device {
+        self.storage.device()
+    }
+
+    /// The shared storage.
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// Whether the producer of the storage forbade writes.
+    pub fn is_read_only(&self) -> bool {
+        self.storage.is_read_only()
+    }
+
+    /// Whether the layout is row-major without gaps (ATen's rule).
+    pub fn is_contiguous(&self) -> bool {
+        shape::is_contiguous(&self.shape, &self.strides).unwrap_or(false)
+    }
+
+    /// The address of the first element.
+    pub fn data_ptr(&self) -> *mut u8 {
+        let itemsize = self.dtype.itemsize().expect("a tensor's dtype has a width (checked when made)");
+        // SAFETY: the offset lies inside the storage (checked when made) unless numel is 0,
+        // where the pointer is never read.
+        self.storage.as_ptr().wrapping_add(self.offset as usize * itemsize)
+    }
+
+    /// A copy on `device`. Today only the host is served; another device is an error that
+    /// names it.
+    pub fn to(&self, device: Device) -> Result<Tensor> {
+        if device == self.device() {
+            return Ok(self.clone());
+        }
+        Err(TensorError::Memory(crate::memory::MemoryError::UnknownDevice(format!(
+            "to({device}): this build moves tensors only between host tensors; {} has no backend yet",
+            device
+        ))))
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Tensor(dtype={}, shape={:?}, strides={:?}, offset={}, device={})",
+            self.dtype,
+            self.shape,
+            self.strides,
+            self.offset,
+            self.device()
+        )
+    }
+}

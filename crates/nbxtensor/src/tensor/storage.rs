@@ -1,0 +1,109 @@
+//! Storage: the bytes a tensor and its views share, wherever they live and whoever owns
+//! them (the host allocator, an arena, a memory map, another library through DLPack).
+
+use crate::memory::{host_allocator, Allocator, Device, HostBlock, MemoryError, Region};
+use std::any::Any;
+use std::ptr::NonNull;
+
+/// Who owns a storage's bytes.
+enum Owner {
+    /// A block of the host allocator.
+    Host(HostBlock),
+    /// A region of a planned arena.
+    Region(Region),
+    /// Memory owned elsewhere (a memory map, a DLPack producer), kept alive by `keeper`,
+    /// released when it drops.
+    Foreign { ptr: NonNull<u8>, _keeper: Box<dyn Any + Send + Sync> },
+}
+
+/// The bytes behind a tensor.
+pub struct Storage {
+    owner: Owner,
+    len: usize,
+    device: Device,
+    read_only: bool,
+}
+
+// SAFETY: a foreign pointer is only read or written through the tensor API, which the
+// keeper's owner allows from any thread (DLPack and memory maps carry no thread affinity).
+unsafe impl Send for Storage {}
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// `len` zeroed bytes on the host.
+    pub fn zeroed(len: usize) -> Result<Storage, MemoryError> {
+        Ok(Storage { owner: Owner::Host(host_allocator().alloc(len)?), len, device: Device::CPU, read_only: false })
+    }
+
+    /// A copy of `bytes` on the host.
+    pub fn copy_of(bytes: &[u8]) -> Result<Storage, MemoryError> {
+        let mut block = host_allocator().alloc(bytes.len())?;
+        block.as_mut_slice().copy_from_slice(bytes);
+        Ok(Storage { owner: Owner::Host(block), len: bytes.len(), device: Device::CPU, read_only: false })
+    }
+
+    /// A region of an arena (host).
+    pub fn in_region(region: Region) -> Storage {
+        let len = region.len();
+        Storage { owner: Owner::Region(region), len, device: Device::CPU, read_only: false }
+    }
+
+    /// Bytes owned elsewhere: `len` bytes at `ptr` on `device`, kept alive by `keeper`.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `len` bytes (and writes, unless `read_only`) on
+    /// `device` for as long as `keeper` lives, and nothing else may free it meanwhile.
+    pub unsafe fn foreign(
+        ptr: NonNull<u8>,
+        len: usize,
+        device: Device,
+        read_only: bool,
+        keeper: Box<dyn Any + Send + Sync>,
+    ) -> Storage {
+        Storage { owner: Owner::Foreign { ptr, _keeper: keeper }, len, device, read_only }
+    }
+
+    /// The storage's size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the storage holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where the bytes live.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Whether the producer forbade writes.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        match &self.owner {
+            Owner::Host(block) => block.as_ptr(),
+            Owner::Region(region) => region.as_ptr(),
+            Owner::Foreign { ptr, .. } => ptr.as_ptr(),
+        }
+    }
+
+    /// The bytes, on the host; refused for device memory.
+    pub fn host_bytes(&self) -> Result<&[u8], MemoryError> {
+        if self.device != Device::CPU {
+            return Err(MemoryError::UnknownDevice(format!(
+                "the storage lives on {}: copy it to the host first",
+                self.device
+            )));
+        }
+        if self.len == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: the owner keeps `len` readable bytes at as_ptr() while self lives.
+        Ok(unsafe { std::slice::from_raw_parts(self.as_ptr(), self.len) })
+    }
+}
