@@ -10,11 +10,11 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from . import backend, dtype, io, memory, ops, random, shape, tensor
-from .tensor import Tensor
+from .tensor import Tensor, asarray, from_dlpack
 
 try:
     __version__ = _version("nbxtensor")
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "backend", "dtype", "io", "memory", "ops", "random", "shape", "tensor", "Tensor"]
+__all__ = ["__version__", "backend", "dtype", "io", "memory", "ops", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack"]

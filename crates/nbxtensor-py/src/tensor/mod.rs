@@ -7,8 +7,11 @@ pub mod dlpack;
 
 use crate::errors::to_py;
 use crate::shape::{dims_of, int_of};
+use nbxtensor::facts::Kind;
 use nbxtensor::memory::Device;
+use nbxtensor::tensor::dlpack as core_dlpack;
 use nbxtensor::tensor::Tensor as CoreTensor;
+use nbxtensor::DType;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
@@ -27,6 +30,16 @@ impl Tensor {
         Tensor { inner }
     }
 }
+
+/// The DLPack type codes numpy imports: integers, IEEE floats, complex and bool (numpy has
+/// no bfloat16 or float8).
+const NUMPY_READS: [u8; 5] = [
+    core_dlpack::KDL_INT,
+    core_dlpack::KDL_UINT,
+    core_dlpack::KDL_FLOAT,
+    core_dlpack::KDL_COMPLEX,
+    core_dlpack::KDL_BOOL,
+];
 
 fn dims_arg(args: &Bound<'_, PyTuple>, what: &str) -> PyResult<Vec<i64>> {
     // f(2, 3) and f((2, 3)) both name the dims (2, 3)
@@ -207,6 +220,67 @@ impl Tensor {
         Ok(Tensor::wrap(tensor))
     }
 
+    /// The same bytes read as another dtype of the same width (bfloat16 as uint16 …), a view.
+    fn view_dtype(&self, dtype: &str) -> PyResult<Tensor> {
+        let dtype = nbxtensor::DType::from_name(dtype).map_err(to_py)?;
+        self.inner.view_dtype(dtype).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The tensor as a DLPack capsule (the Python array API protocol): zero-copy unless
+    /// `copy=True`; `max_version` ≥ (1, 0) gives a versioned capsule, else a legacy one.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<&Bound<'_, PyAny>>,
+        dl_device: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        dlpack::export(py, &self.inner, stream, max_version, dl_device, copy)
+    }
+
+    /// `(device_type, device_id)` as DLPack numbers them (`(1, 0)` for the host).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        dlpack::device_of(&self.inner)
+    }
+
+    /// The tensor as a numpy array sharing its memory (through DLPack). numpy has no
+    /// bfloat16 or float8: those come back as their bit patterns (uint16, uint8), the host's
+    /// convention.
+    fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let dtype = self.inner.dtype();
+        let exported = if NUMPY_READS.contains(&dtype.dlpack().map_err(to_py)?.code) {
+            self.inner.clone()
+        } else {
+            let bits = DType::ALL
+                .into_iter()
+                .find(|d| d.kind() == Kind::Uint && d.itemsize().ok() == dtype.itemsize().ok())
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!("numpy(): no unsigned dtype of {dtype}'s width holds its bits"))
+                })?;
+            self.inner.view_dtype(bits).map_err(to_py)?
+        };
+        py.import("numpy")?.call_method1("from_dlpack", (Tensor::wrap(exported),))
+    }
+
+    /// numpy's array protocol: `numpy()`, then numpy's own `dtype` and `copy` handling.
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut array = self.numpy(py)?;
+        if let Some(dtype) = dtype.filter(|d| !d.is_none()) {
+            array = array.call_method1("astype", (dtype,))?;
+        } else if copy == Some(true) {
+            array = array.call_method0("copy")?;
+        }
+        Ok(array)
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         match self.inner.shape().first() {
             Some(&n) => Ok(n as usize),
@@ -226,8 +300,9 @@ impl Tensor {
     }
 }
 
-/// Registers the class.
+/// Registers the class and `from_dlpack`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Tensor>()?;
+    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
     Ok(())
 }

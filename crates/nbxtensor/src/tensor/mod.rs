@@ -14,6 +14,7 @@
 //! ```
 
 mod copy;
+pub mod dlpack;
 mod element;
 mod error;
 mod storage;

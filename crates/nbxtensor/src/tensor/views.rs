@@ -145,4 +145,25 @@ impl Tensor {
         strides.insert(axis, stride);
         Ok(self.with_layout(shape, strides, self.offset))
     }
+
+    /// The same bytes read as `dtype`, which must have the same width (bfloat16 as uint16,
+    /// float32 as int32 …): a view.
+    pub fn view_dtype(&self, dtype: crate::dtype::DType) -> Result<Tensor> {
+        if dtype.itemsize()? != self.dtype.itemsize()? {
+            return Err(TensorError::Invalid(format!(
+                "view_dtype: {} elements are {} bytes, {} elements {}: only dtypes of one width share a view",
+                self.dtype,
+                self.dtype.itemsize()?,
+                dtype,
+                dtype.itemsize()?
+            )));
+        }
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            dtype,
+            shape: self.shape.clone(),
+            strides: self.strides.clone(),
+            offset: self.offset,
+        })
+    }
 }

@@ -1,0 +1,390 @@
+//! DLPack, the exchange format of tensor libraries (dlpack.h, v1.1): the C structures, and a
+//! [`Tensor`] exported to, or imported from, a managed tensor (versioned or legacy).
+//!
+//! Export hands out a managed tensor whose context keeps a clone of the tensor (so the
+//! storage lives until the consumer calls the deleter, exactly once). Import takes ownership
+//! of a producer's managed tensor: the tensor's storage keeps it, and calls its deleter
+//! exactly once when the last view is dropped (or at once, when the import is refused).
+
+use super::{Result, Storage, Tensor, TensorError};
+use crate::dtype::DType;
+use crate::memory::{Device, DeviceKind};
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// `DLDataTypeCode` of signed integers.
+pub const KDL_INT: u8 = 0;
+/// `DLDataTypeCode` of unsigned integers.
+pub const KDL_UINT: u8 = 1;
+/// `DLDataTypeCode` of IEEE floats.
+pub const KDL_FLOAT: u8 = 2;
+/// `DLDataTypeCode` of complex numbers.
+pub const KDL_COMPLEX: u8 = 5;
+/// `DLDataTypeCode` of booleans.
+pub const KDL_BOOL: u8 = 6;
+/// `DLDeviceType` of host memory.
+pub const KDL_CPU: i32 = 1;
+/// `DLDeviceType` of CUDA device memory.
+pub const KDL_CUDA: i32 = 2;
+/// `DLDeviceType` of pinned host memory (readable as host memory).
+pub const KDL_CUDA_HOST: i32 = 3;
+/// The flag of a read-only versioned tensor.
+pub const FLAG_READ_ONLY: u64 = 1 << 0;
+/// The flag of a versioned tensor that is a copy made for the export.
+pub const FLAG_IS_COPIED: u64 = 1 << 1;
+/// The DLPack version this library implements.
+pub const VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 1 };
+
+/// `DLDevice`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDevice {
+    /// `DLDeviceType`.
+    pub device_type: i32,
+    /// The device's index.
+    pub device_id: i32,
+}
+
+/// `DLDataType`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DLDataType {
+    /// `DLDataTypeCode`.
+    pub code: u8,
+    /// Bits of one lane.
+    pub bits: u8,
+    /// Lanes (1 for scalars).
+    pub lanes: u16,
+}
+
+/// `DLTensor`: a view of memory, not an owner.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLTensor {
+    /// The base pointer.
+    pub data: *mut c_void,
+    /// Where the memory lives.
+    pub device: DLDevice,
+    /// The number of dims.
+    pub ndim: i32,
+    /// The element type.
+    pub dtype: DLDataType,
+    /// `ndim` extents.
+    pub shape: *mut i64,
+    /// `ndim` strides in elements, or null for a contiguous layout.
+    pub strides: *mut i64,
+    /// Bytes from `data` to the first element.
+    pub byte_offset: u64,
+}
+
+/// `DLPackVersion`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DLPackVersion {
+    /// Major version (1).
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl DLPackVersion {
+    /// `(major, minor)`.
+    pub fn major_minor(self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+}
+
+/// `DLManagedTensor` (legacy, before 1.0).
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensor {
+    /// The view.
+    pub dl_tensor: DLTensor,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when done.
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+/// `DLManagedTensorVersioned` (1.0 and later).
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLManagedTensorVersioned {
+    /// The producer's DLPack version.
+    pub version: DLPackVersion,
+    /// The producer's context.
+    pub manager_ctx: *mut c_void,
+    /// Called once by the consumer when done.
+    pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    /// `FLAG_READ_ONLY`, `FLAG_IS_COPIED`.
+    pub flags: u64,
+    /// The view.
+    pub dl_tensor: DLTensor,
+}
+
+/// What an exported managed tensor keeps alive: the tensor and its shape and strides.
+struct ExportContext {
+    _tensor: Tensor,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+}
+
+fn dl_tensor(tensor: &Tensor, context: &mut ExportContext) -> Result<DLTensor> {
+    let dl = tensor.dtype().dlpack()?;
+    let device = tensor.device();
+    let device_type = match device.kind {
+        DeviceKind::Cpu => KDL_CPU,
+        DeviceKind::Cuda => KDL_CUDA,
+    };
+    let itemsize = tensor.dtype().itemsize()? as u64;
+    Ok(DLTensor {
+        data: tensor.storage().as_ptr().cast(),
+        device: DLDevice { device_type, device_id: device.index as i32 },
+        ndim: tensor.ndim() as i32,
+        dtype: DLDataType { code: dl.code, bits: dl.bits, lanes: 1 },
+        shape: context.shape.as_mut_ptr(),
+        strides: context.strides.as_mut_ptr(),
+        byte_offset: tensor.offset() as u64 * itemsize,
+    })
+}
+
+fn export_context(tensor: &Tensor) -> Box<ExportContext> {
+    Box::new(ExportContext {
+        _tensor: tensor.clone(),
+        shape: tensor.shape().to_vec(),
+        strides: tensor.strides().to_vec(),
+    })
+}
+
+unsafe extern "C" fn delete_versioned(managed: *mut DLManagedTensorVersioned) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: `managed` and its context were boxed by `export_versioned`; the consumer calls
+    // the deleter once.
+    unsafe {
+        let managed = Box::from_raw(managed);
+        drop(Box::from_raw(managed.manager_ctx.cast::<ExportContext>()));
+    }
+}
+
+unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: as above, for `export_legacy`.
+    unsafe {
+        let managed = Box::from_raw(managed);
+        drop(Box::from_raw(managed.manager_ctx.cast::<ExportContext>()));
+    }
+}
+
+/// Exports `tensor` as a versioned managed tensor (zero-copy); the consumer owns the
+/// returned pointer and calls its deleter once. `flags` may carry [`FLAG_IS_COPIED`]; a
+/// read-only tensor is exported with [`FLAG_READ_ONLY`].
+pub fn export_versioned(tensor: &Tensor, flags: u64) -> Result<*mut DLManagedTensorVersioned> {
+    let mut context = export_context(tensor);
+    let view = dl_tensor(tensor, &mut context)?;
+    let flags = flags | if tensor.is_read_only() { FLAG_READ_ONLY } else { 0 };
+    Ok(Box::into_raw(Box::new(DLManagedTensorVersioned {
+        version: VERSION,
+        manager_ctx: Box::into_raw(context).cast(),
+        deleter: Some(delete_versioned),
+        flags,
+        dl_tensor: view,
+    })))
+}
+
+/// Exports `tensor` as a legacy managed tensor (zero-copy). Legacy tensors carry no flags,
+/// so a read-only tensor is refused: the consumer could not know it must not write.
+pub fn export_legacy(tensor: &Tensor) -> Result<*mut DLManagedTensor> {
+    if tensor.is_read_only() {
+        return Err(TensorError::ReadOnly(
+            "a read-only tensor cannot be exported as a legacy DLPack capsule (it has no read-only flag); ask for version 1.0 or later".into(),
+        ));
+    }
+    let mut context = export_context(tensor);
+    let view = dl_tensor(tensor, &mut context)?;
+    Ok(Box::into_raw(Box::new(DLManagedTensor {
+        dl_tensor: view,
+        manager_ctx: Box::into_raw(context).cast(),
+        deleter: Some(delete_legacy),
+    })))
+}
+
+/// Owns an imported managed tensor; calls its deleter exactly once, when dropped.
+enum Imported {
+    Versioned(*mut DLManagedTensorVersioned),
+    Legacy(*mut DLManagedTensor),
+}
+
+// SAFETY: DLPack's deleter may be called from any thread (the standard asks producers to
+// allow it); the pointer is only used by the deleter.
+unsafe impl Send for Imported {}
+unsafe impl Sync for Imported {}
+
+impl Drop for Imported {
+    fn drop(&mut self) {
+        // SAFETY: the producer handed the managed tensor over; this is its one deleter call.
+        unsafe {
+            match *self {
+                Imported::Versioned(m) => {
+                    if let Some(deleter) = (*m).deleter {
+                        deleter(m)
+                    }
+                }
+                Imported::Legacy(m) => {
+                    if let Some(deleter) = (*m).deleter {
+                        deleter(m)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Imports a producer's versioned managed tensor, taking ownership (its deleter is called
+/// once: when the tensor's last view is dropped, or at once if the import is refused).
+///
+/// # Safety
+/// `managed` must be a valid `DLManagedTensorVersioned` whose ownership passes to this call.
+pub unsafe fn import_versioned(managed: *mut DLManagedTensorVersioned) -> Result<Tensor> {
+    let owner = Imported::Versioned(managed);
+    // SAFETY: valid by the caller's contract.
+    let (version, flags, view) = unsafe { ((*managed).version, (*managed).flags, &(*managed).dl_tensor) };
+    if version.major != VERSION.major {
+        return Err(TensorError::Invalid(format!(
+            "DLPack version {}.{} is not supported: this library reads major version {}",
+            version.major, version.minor, VERSION.major
+        )));
+    }
+    // SAFETY: the view belongs to the managed tensor the owner keeps.
+    unsafe { import_view(view, flags & FLAG_READ_ONLY != 0, Box::new(owner)) }
+}
+
+/// Imports a producer's legacy managed tensor, taking ownership (see [`import_versioned`]).
+///
+/// # Safety
+/// `managed` must be a valid `DLManagedTensor` whose ownership passes to this call.
+pub unsafe fn import_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
+    let owner = Imported::Legacy(managed);
+    // SAFETY: valid by the caller's contract; the owner keeps it.
+    unsafe { import_view(&(*managed).dl_tensor, false, Box::new(owner)) }
+}
+
+/// A tensor over a DLTensor's memory, kept alive by `owner`; every field is checked first.
+unsafe fn import_view(view: &DLTensor, read_only: bool, owner: Box<Imported>) -> Result<Tensor> {
+    let device = match view.device.device_type {
+        KDL_CPU | KDL_CUDA_HOST => Device::CPU,
+        other => return Err(TensorError::Invalid(format!(
+            "DLPack device type {other} (id {}) is not served by this build: only host memory (kDLCPU, kDLCUDAHost) is",
+            view.device.device_id
+        ))),
+    };
+    let dtype = DType::from_dlpack(view.dtype.code, view.dtype.bits, view.dtype.lanes)?;
+    let itemsize = dtype.itemsize()? as i128;
+    let ndim = usize::try_from(view.ndim)
+        .map_err(|_| TensorError::Invalid(format!("DLPack ndim {} is negative", view.ndim)))?;
+    if ndim > 0 && view.shape.is_null() {
+        return Err(TensorError::Invalid("DLPack tensor with dims but a null shape".into()));
+    }
+    // SAFETY: shape (and strides, when not null) hold ndim entries by the DLPack contract.
+    let shape: Vec<i64> =
+        if ndim == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(view.shape, ndim) }.to_vec() };
+    let numel = crate::shape::numel(&shape)?;
+    let strides = if view.strides.is_null() || ndim == 0 {
+        crate::shape::contiguous_strides(&shape)?
+    } else {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(view.strides, ndim) }.to_vec()
+    };
+    // the elements' span, relative to the first element
+    let (mut low, mut high) = (0i128, 0i128);
+    if numel > 0 {
+        for (&size, &stride) in shape.iter().zip(&strides) {
+            let reach = i128::from(size - 1) * i128::from(stride);
+            if reach < 0 {
+                low += reach
+            } else {
+                high += reach
+            }
+        }
+    }
+    let span = if numel == 0 { 0 } else { (high - low + 1) * itemsize };
+    let first = (view.data as i128) + i128::from(view.byte_offset);
+    let base = first + low * itemsize;
+    let len = usize::try_from(span)
+        .map_err(|_| TensorError::Invalid("DLPack tensor spans more bytes than memory holds".into()))?;
+    let base = if len == 0 {
+        NonNull::dangling()
+    } else {
+        NonNull::new(base as usize as *mut u8)
+            .ok_or_else(|| TensorError::Invalid("DLPack tensor with a null data pointer".into()))?
+    };
+    // SAFETY: the producer keeps the span readable (and writable unless read-only) until its
+    // deleter runs, which the owner delays until the storage is dropped.
+    let storage = unsafe { Storage::foreign(base, len, device, read_only, owner) };
+    Tensor::from_storage(Arc::new(storage), dtype, &shape, &strides, (-low) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_imports_back_as_the_same_elements_without_a_copy() {
+        let t = Tensor::from_vec((0..12).map(|x| x as i32).collect(), &[3, 4])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap()
+            .narrow(0, 1, 2)
+            .unwrap();
+        let managed = export_versioned(&t, 0).unwrap();
+        let back = unsafe { import_versioned(managed) }.unwrap();
+        assert_eq!(back.shape(), t.shape());
+        assert_eq!(back.to_vec::<i32>().unwrap(), t.to_vec::<i32>().unwrap());
+        assert_eq!(back.data_ptr(), t.data_ptr(), "the same memory");
+        let legacy = export_legacy(&t).unwrap();
+        let again = unsafe { import_legacy(legacy) }.unwrap();
+        assert_eq!(again.to_vec::<i32>().unwrap(), vec![1, 5, 9, 2, 6, 10]);
+    }
+
+    #[test]
+    fn the_exported_tensor_outlives_its_producer() {
+        let managed = {
+            let t = Tensor::from_vec(vec![1.5f64, 2.5], &[2]).unwrap();
+            export_versioned(&t, 0).unwrap()
+        };
+        let back = unsafe { import_versioned(managed) }.unwrap();
+        assert_eq!(back.to_vec::<f64>().unwrap(), vec![1.5, 2.5]);
+    }
+
+    #[test]
+    fn a_refused_import_still_calls_the_deleter_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn count(_: *mut DLManagedTensorVersioned) {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+        }
+        let mut shape = [2i64];
+        let mut managed = DLManagedTensorVersioned {
+            version: VERSION,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(count),
+            flags: 0,
+            dl_tensor: DLTensor {
+                data: std::ptr::null_mut(),
+                device: DLDevice { device_type: 7, device_id: 0 },
+                ndim: 1,
+                dtype: DLDataType { code: 2, bits: 32, lanes: 1 },
+                shape: shape.as_mut_ptr(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        };
+        let err = unsafe { import_versioned(&mut managed) }.map(drop).unwrap_err().to_string();
+        assert!(err.contains("device type 7"), "{err}");
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    }
+}
