@@ -5,6 +5,7 @@
 //! over the memory limit is `MemoryError`. Every message is
 //! the core's, which names the value or the path at fault.
 
+use nbxtensor::kernel::KernelError;
 use nbxtensor::memory::MemoryError;
 use nbxtensor::random::RandomError;
 use nbxtensor::settings::SettingsError;
@@ -17,7 +18,9 @@ pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
     let error = error.into();
     let message = error.to_string();
     let memory = match &error {
-        nbxtensor::Error::Memory(e) | nbxtensor::Error::Tensor(TensorError::Memory(e)) => Some(e),
+        nbxtensor::Error::Memory(e)
+        | nbxtensor::Error::Tensor(TensorError::Memory(e))
+        | nbxtensor::Error::Kernel(KernelError::Tensor(TensorError::Memory(e))) => Some(e),
         _ => None,
     };
     let settings = match (&error, memory) {

@@ -45,6 +45,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "tiling_policy", ops::tiling_policy::register)?;
     add_submodule(m, "autotune_settings", ops::autotune_settings::register)?;
     add_submodule(m, "launch_observer", ops::launch_observer::register)?;
+    add_submodule(m, "ops", ops::call::register)?;
     add_submodule(m, "blas", backend::cpu::blas::register)?;
     add_submodule(m, "device_files", backend::device_files::register)?;
     Ok(())

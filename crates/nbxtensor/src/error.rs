@@ -2,6 +2,7 @@
 
 use crate::dtype::DTypeError;
 use crate::facts::FactsError;
+use crate::kernel::KernelError;
 use crate::memory::MemoryError;
 use crate::random::RandomError;
 use crate::settings::SettingsError;
@@ -29,6 +30,9 @@ pub enum Error {
     /// From the tensor layer: a refused view, a bad layout …
     #[error(transparent)]
     Tensor(#[from] TensorError),
+    /// From the kernel layer: inputs that do not fit an op, a missing kernel …
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
     /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
     #[error(transparent)]
     Facts(#[from] FactsError),

@@ -14,7 +14,10 @@
 //! | shape | [`shape`] | element counts, strides, the view rule, broadcasting, slice bounds |
 //! | random | [`random`] | counter-based streams (Philox4x32-10): the same bits on every thread count |
 //! | memory | [`memory`] | devices, one allocator per device, the arena, the memory limit enforced |
-//! | tensor | [`tensor`] | storage + layout + dtype; views without copies |
+//! | tensor | [`tensor`] | storage + layout + dtype; views without copies; DLPack |
+//! | kernel | [`kernel`] | the `Kernel` trait and its declared [`kernel::Cost`] |
+//! | backend | [`backend`] | the `Backend` trait, capability tables, the CPU kernels |
+//! | ops | [`ops`] | eager op calls dispatched to a backend |
 //!
 //! Later layers (kernels, backends, programs, io) follow the
 //! plan in the repository's `DESIGN.md`.
@@ -31,10 +34,13 @@
 //! # Ok::<(), nbxtensor::Error>(())
 //! ```
 
+pub mod backend;
 pub mod dtype;
 mod error;
 pub mod facts;
+pub mod kernel;
 pub mod memory;
+pub mod ops;
 pub mod random;
 pub mod settings;
 pub mod shape;

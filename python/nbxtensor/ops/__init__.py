@@ -1,5 +1,26 @@
-"""nbxtensor.ops: the settings kernels read (tiling, proven settings, the launch observer)."""
+"""nbxtensor.ops: the operations on tensors, and the settings kernels read.
+
+Every operation dispatches to the backend's capability table (``capability_table()`` prints
+it) by name and dtype; ``call(op, inputs, **attrs)`` reaches any op. The typed functions
+below are thin: they name the op and pass its attributes.
+Settings: ``tiling_policy``, ``autotune_settings``, ``launch_observer``.
+"""
+
+from nbxtensor._core import ops as _core
 
 from . import autotune_settings, launch_observer, tiling_policy
+from ._elementwise import *  # noqa: F401,F403
+from ._elementwise import __all__ as _elementwise_names
+from ._linalg import *  # noqa: F401,F403
+from ._linalg import __all__ as _linalg_names
 
-__all__ = ["autotune_settings", "launch_observer", "tiling_policy"]
+capability_table = _core.capability_table
+
+
+def call(op, inputs, **attrs):
+    """Calls any op of the capability table on a list of tensors; returns the list of outputs."""
+    return _core.call(op, list(inputs), attrs)
+
+
+__all__ = ["autotune_settings", "launch_observer", "tiling_policy", "call", "capability_table"]
+__all__ += _elementwise_names + _linalg_names

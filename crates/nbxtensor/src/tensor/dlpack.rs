@@ -277,10 +277,12 @@ pub unsafe fn import_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
 unsafe fn import_view(view: &DLTensor, read_only: bool, owner: Box<Imported>) -> Result<Tensor> {
     let device = match view.device.device_type {
         KDL_CPU | KDL_CUDA_HOST => Device::CPU,
-        other => return Err(TensorError::Invalid(format!(
+        other => {
+            return Err(TensorError::Invalid(format!(
             "DLPack device type {other} (id {}) is not served by this build: only host memory (kDLCPU, kDLCUDAHost) is",
             view.device.device_id
-        ))),
+        )))
+        }
     };
     let dtype = DType::from_dlpack(view.dtype.code, view.dtype.bits, view.dtype.lanes)?;
     let itemsize = dtype.itemsize()? as i128;

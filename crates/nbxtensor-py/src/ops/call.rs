@@ -1,0 +1,69 @@
+//! `nbxtensor.ops` calls: any op of the capability table, by name, on tensors.
+
+use crate::errors::to_py;
+use crate::tensor::Tensor;
+use nbxtensor::backend::{cpu::cpu, Backend};
+use nbxtensor::kernel::{AttrValue, Attrs};
+use nbxtensor::DType;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+/// An attribute from Python: bool, int, float, a sequence of ints, or a dtype name.
+fn attr_value(op: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
+    if value.is_instance_of::<PyBool>() {
+        return Ok(AttrValue::Bool(value.extract()?));
+    }
+    if value.is_instance_of::<PyInt>() {
+        return value
+            .extract()
+            .map(AttrValue::Int)
+            .map_err(|_| PyValueError::new_err(format!("{op}: attribute '{name}' does not fit 64 bits")));
+    }
+    if value.is_instance_of::<PyFloat>() {
+        return Ok(AttrValue::Float(value.extract()?));
+    }
+    if value.is_instance_of::<PyString>() {
+        return DType::parse(&value.extract::<String>()?).map(AttrValue::DType).map_err(to_py);
+    }
+    value.extract::<Vec<i64>>().map(AttrValue::Ints).map_err(|_| {
+        PyValueError::new_err(format!("{op}: attribute '{name}' must be a bool, an int, a float, ints or a dtype name"))
+    })
+}
+
+/// Calls `op` on `inputs` with keyword attributes; returns the list of outputs.
+#[pyfunction]
+#[pyo3(signature = (op, inputs, attrs = None))]
+fn call(
+    py: Python<'_>,
+    op: &str,
+    inputs: Vec<PyRef<'_, Tensor>>,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<Tensor>> {
+    let mut parsed = Attrs::new();
+    for (name, value) in attrs.into_iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        parsed = parsed.with(&name, attr_value(op, &name, &value)?);
+    }
+    let tensors: Vec<nbxtensor::tensor::Tensor> = inputs.iter().map(|t| t.inner.clone()).collect();
+    let outputs = py
+        .detach(|| {
+            let refs: Vec<&nbxtensor::tensor::Tensor> = tensors.iter().collect();
+            nbxtensor::ops::call(op, &parsed, &refs)
+        })
+        .map_err(to_py)?;
+    Ok(outputs.into_iter().map(Tensor::wrap).collect())
+}
+
+/// The CPU backend's capability table, printed (one line per op and its dtypes).
+#[pyfunction]
+fn capability_table() -> String {
+    cpu().table().to_string()
+}
+
+/// Registers the module's functions.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(call, m)?)?;
+    m.add_function(wrap_pyfunction!(capability_table, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! How CPU kernels read inputs and write outputs: typed slices of host tensors, strided
+//! offsets, float conversions for half formats, and parallel loops on the library's pool.
+
+use crate::dtype::DType;
+use crate::kernel::{KernelError, Result};
+use crate::settings::{threads, tiling};
+use crate::tensor::{Element, Tensor};
+use half::{bf16, f16};
+use rayon::prelude::*;
+use std::borrow::Cow;
+
+/// An element type kernels compute in float32: float32 itself, and the half formats
+/// (widened to float32, rounded back to nearest even).
+pub trait Float: Element {
+    /// The value as float32.
+    fn to_f32(self) -> f32;
+    /// The nearest value of `Self` (ties to even).
+    fn from_f32(value: f32) -> Self;
+}
+
+impl Float for f32 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(value: f32) -> f32 {
+        value
+    }
+}
+
+impl Float for f16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_f32(value: f32) -> f16 {
+        f16::from_f32(value)
+    }
+}
+
+impl Float for bf16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    #[inline(always)]
+    fn from_f32(value: f32) -> bf16 {
+        bf16::from_f32(value)
+    }
+}
+
+/// The float dtypes kernels serve (stored in the dtype, computed in float32).
+pub const FLOATS: [DType; 3] = [DType::Float32, DType::Float16, DType::Bfloat16];
+
+/// The elements of `tensor` in row-major order: borrowed when contiguous, gathered when not.
+pub fn read<T: Element>(tensor: &Tensor) -> Result<Cow<'_, [T]>> {
+    if T::DTYPE != tensor.dtype() {
+        return Err(KernelError::Invalid(format!("a kernel read {} as {}", tensor.dtype(), T::DTYPE)));
+    }
+    if tensor.is_contiguous() {
+        let len = tensor.numel() as usize;
+        if len == 0 {
+            return Ok(Cow::Borrowed(&[]));
+        }
+        // SAFETY: a contiguous host tensor holds `len` elements of T from data_ptr, aligned
+        // (storage is 64-byte aligned and offsets are whole elements) while the tensor lives.
+        return Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(tensor.data_ptr().cast::<T>(), len) }));
+    }
+    Ok(Cow::Owned(tensor.to_vec::<T>()?))
+}
+
+/// The elements of an output to write (outputs are contiguous and owned by the launch).
+///
+/// # Safety
+/// No other reference to the output's elements may be alive while the slice is used.
+#[allow(clippy::mut_from_ref)]
+pub unsafe fn write<T: Element>(tensor: &Tensor) -> Result<&mut [T]> {
+    if T::DTYPE != tensor.dtype() || !tensor.is_contiguous() {
+        return Err(KernelError::Invalid(format!(
+            "a kernel wrote a {} {:?} output as contiguous {}",
+            tensor.dtype(),
+            tensor.shape(),
+            T::DTYPE
+        )));
+    }
+    if tensor.is_read_only() {
+        return Err(KernelError::Invalid("a kernel was given a read-only output".into()));
+    }
+    let len = tensor.numel() as usize;
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: as in `read`, and the caller guarantees exclusivity.
+    Ok(unsafe { std::slice::from_raw_parts_mut(tensor.data_ptr().cast::<T>(), len) })
+}
+
+/// Runs `body(start, piece)` over contiguous pieces of `out` on the pool (pieces of the
+/// tiling table's `host_chunk_elements`; inline when one piece holds everything).
+pub fn par_pieces<T: Send>(out: &mut [T], body: impl Fn(usize, &mut [T]) + Sync) {
+    let chunk = tiling::tiling_table().host_chunk_elements.max(1);
+    if out.len() <= chunk {
+        body(0, out);
+        return;
+    }
+    threads::install(|| out.par_chunks_mut(chunk).enumerate().for_each(|(i, piece)| body(i * chunk, piece)));
+}

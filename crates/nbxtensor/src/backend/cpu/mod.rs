@@ -1,0 +1,38 @@
+//! The CPU backend: kernels over host memory, multithreaded on the library's pool. Kernel
+//! families live one per file and register their ops in the table.
+
+pub mod buffers;
+mod unary;
+
+use super::{Backend, CapabilityTable};
+use crate::memory::Device;
+use std::sync::OnceLock;
+
+/// The CPU backend (one per process).
+pub struct CpuBackend {
+    table: CapabilityTable,
+}
+
+/// The CPU backend, its table built at first use.
+pub fn cpu() -> &'static CpuBackend {
+    static CPU: OnceLock<CpuBackend> = OnceLock::new();
+    CPU.get_or_init(|| {
+        let mut table = CapabilityTable::new("cpu");
+        unary::register(&mut table);
+        CpuBackend { table }
+    })
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn device(&self) -> Device {
+        Device::CPU
+    }
+
+    fn table(&self) -> &CapabilityTable {
+        &self.table
+    }
+}
