@@ -1,6 +1,11 @@
 //! Eager ops: an op call looks up its kernel in the backend's capability table, reads the
 //! kernel's declaration, allocates the declared outputs and workspace, and launches it.
 //!
+//! Two things can stand between the declaration and the launch: a program being traced on
+//! this thread ([`start_recording`]: the launch is recorded over symbolic buffers, nothing
+//! runs), and an active launch observer (a dry run: the observer records the launch key,
+//! nothing runs, the outputs are symbolic).
+//!
 //! ```
 //! use nbxtensor::{ops, tensor::Tensor, kernel::Attrs};
 //! let x = Tensor::from_vec(vec![0.0f32, 1.0], &[2])?;
@@ -10,12 +15,46 @@
 //! ```
 
 use crate::backend::{cpu::cpu, Backend};
-use crate::kernel::{Attrs, KernelError, Launch, TensorMeta};
-use crate::tensor::Tensor;
+use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta};
+use crate::settings::launch_observer;
+use crate::tensor::{Storage, Tensor};
+use std::cell::RefCell;
+use std::sync::Arc;
 
-/// The dtype an op dispatches on: its first input's.
-fn dispatch_dtype(op: &str, inputs: &[&Tensor]) -> Result<crate::DType, KernelError> {
-    inputs.first().map(|t| t.dtype()).ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))
+/// One launch as a trace records it: the kernel, its declaration and its tensors (the
+/// outputs symbolic).
+#[derive(Clone)]
+pub struct Recorded {
+    /// The kernel, bound to its attributes.
+    pub kernel: Arc<dyn Kernel>,
+    /// Its declaration for these inputs.
+    pub cost: Cost,
+    /// The inputs as the model passed them (views included).
+    pub inputs: Vec<Tensor>,
+    /// The outputs (symbolic, contiguous).
+    pub outputs: Vec<Tensor>,
+}
+
+thread_local! {
+    static RECORDING: RefCell<Option<Vec<Recorded>>> = const { RefCell::new(None) };
+}
+
+/// Starts recording this thread's launches instead of running them; refused when a
+/// recording is already on.
+pub fn start_recording() -> Result<(), KernelError> {
+    RECORDING.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.is_some() {
+            return Err(KernelError::Invalid("a program is already being traced on this thread".into()));
+        }
+        *r = Some(Vec::new());
+        Ok(())
+    })
+}
+
+/// Stops recording and returns the launches recorded (empty when none was on).
+pub fn finish_recording() -> Vec<Recorded> {
+    RECORDING.with(|r| r.borrow_mut().take()).unwrap_or_default()
 }
 
 /// Calls `op` with `attrs` on `inputs` on the CPU backend; returns the outputs.
@@ -29,12 +68,43 @@ pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, 
             backend.device()
         )));
     }
-    let kernel = backend.table().kernel(op, dispatch_dtype(op, inputs)?, attrs)?;
+    let dtype = inputs
+        .first()
+        .map(|t| t.dtype())
+        .ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
+    let kernel: Arc<dyn Kernel> = backend.table().kernel(op, dtype, attrs)?.into();
+    call_kernel(&kernel, inputs)
+}
+
+/// Launches a kernel object on `inputs` (declared, allocated, run — or recorded, when a
+/// trace or a dry run is on): the path every op call takes, open to kernels of one's own.
+pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let cost = kernel.declare(&metas)?;
+    let recording = RECORDING.with(|r| r.borrow().is_some());
+    let observer = launch_observer::launch_observer().filter(|o| o.active());
+    if recording || observer.is_some() {
+        let outputs = cost.outputs.iter().map(symbolic).collect::<Result<Vec<_>, _>>()?;
+        if let Some(observer) = observer {
+            observer.record(false, &kernel.key());
+        }
+        if recording {
+            let inputs = inputs.iter().map(|t| (*t).clone()).collect();
+            let launch = Recorded { kernel: Arc::clone(kernel), cost, inputs, outputs: outputs.clone() };
+            RECORDING.with(|r| r.borrow_mut().as_mut().map(|launches| launches.push(launch)));
+        }
+        return Ok(outputs);
+    }
     let outputs = cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
     let mut workspace = vec![0u8; cost.workspace as usize];
     let inputs: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
     kernel.launch(Launch { inputs: &inputs, outputs: &outputs, workspace: &mut workspace })?;
     Ok(outputs)
+}
+
+/// A contiguous symbolic tensor of a declared output.
+fn symbolic(meta: &TensorMeta) -> Result<Tensor, KernelError> {
+    let strides = crate::shape::contiguous_strides(&meta.shape).map_err(|e| KernelError::Invalid(e.to_string()))?;
+    let storage = Storage::symbolic(meta.bytes()? as usize, crate::memory::Device::CPU);
+    Ok(Tensor::from_storage(Arc::new(storage), meta.dtype, &meta.shape, &strides, 0)?)
 }

@@ -14,6 +14,8 @@ enum Owner {
     /// Memory owned elsewhere (a memory map, a DLPack producer), kept alive by `keeper`,
     /// released when it drops.
     Foreign { ptr: NonNull<u8>, _keeper: Box<dyn Any + Send + Sync> },
+    /// No memory yet: a buffer of a program being traced, or of a dry run.
+    Symbolic,
 }
 
 /// The bytes behind a tensor.
@@ -40,6 +42,17 @@ impl Storage {
         let mut block = host_allocator().alloc(bytes.len())?;
         block.as_mut_slice().copy_from_slice(bytes);
         Ok(Storage { owner: Owner::Host(block), len: bytes.len(), device: Device::CPU, read_only: false })
+    }
+
+    /// `len` bytes that do not exist yet: the storage of a traced (symbolic) tensor, whose
+    /// layout is real and whose data is refused until a program gives it memory.
+    pub fn symbolic(len: usize, device: Device) -> Storage {
+        Storage { owner: Owner::Symbolic, len, device, read_only: false }
+    }
+
+    /// Whether the storage is symbolic (no memory).
+    pub fn is_symbolic(&self) -> bool {
+        matches!(self.owner, Owner::Symbolic)
     }
 
     /// A region of an arena (host).
@@ -89,11 +102,17 @@ impl Storage {
             Owner::Host(block) => block.as_ptr(),
             Owner::Region(region) => region.as_ptr(),
             Owner::Foreign { ptr, .. } => ptr.as_ptr(),
+            Owner::Symbolic => NonNull::<u64>::dangling().as_ptr().cast(),
         }
     }
 
     /// The bytes, on the host; refused for device memory.
     pub fn host_bytes(&self) -> Result<&[u8], MemoryError> {
+        if self.is_symbolic() {
+            return Err(MemoryError::UnknownDevice(
+                "a traced tensor has no data: its values exist only when the program runs".to_string(),
+            ));
+        }
         if self.device != Device::CPU {
             return Err(MemoryError::UnknownDevice(format!(
                 "the storage lives on {}: copy it to the host first",

@@ -106,3 +106,61 @@ pub fn par_pieces<T: Send>(out: &mut [T], body: impl Fn(usize, &mut [T]) + Sync)
     }
     threads::install(|| out.par_chunks_mut(chunk).enumerate().for_each(|(i, piece)| body(i * chunk, piece)));
 }
+
+/// A raw pointer handed to the pool's threads (each thread touches its own elements).
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: the pointer is only used to reach disjoint elements from each thread.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so closures capture the whole wrapper, not its field).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// Maps every element of `input` into the same position of `output` with `f`, on the
+/// pool. `output` may be `input`'s own memory (a launch planned in place): every element is
+/// read before the same element is written, through raw pointers, so the two never alias as
+/// Rust references.
+pub fn map_into<S: Element, D: Element>(input: &Tensor, output: &Tensor, f: impl Fn(S) -> D + Sync) -> Result<()> {
+    if S::DTYPE != input.dtype()
+        || D::DTYPE != output.dtype()
+        || !output.is_contiguous()
+        || input.numel() != output.numel()
+    {
+        return Err(KernelError::Invalid(format!(
+            "map_into: {} {:?} into {} {:?}",
+            input.dtype(),
+            input.shape(),
+            output.dtype(),
+            output.shape()
+        )));
+    }
+    let len = output.numel() as usize;
+    let gathered;
+    let source: *const S = if input.is_contiguous() {
+        input.data_ptr().cast::<S>()
+    } else {
+        gathered = input.to_vec::<S>()?;
+        gathered.as_ptr()
+    };
+    let (source, target) = (SendPtr(source as *mut S), SendPtr(output.data_ptr().cast::<D>()));
+    let chunk = tiling::tiling_table().host_chunk_elements.max(1);
+    let body = |start: usize| {
+        let end = (start + chunk).min(len);
+        for i in start..end {
+            // SAFETY: i < len elements of both buffers; each index is read, then written, by
+            // one thread only.
+            unsafe { target.get().add(i).write(f(source.get().add(i).read())) };
+        }
+    };
+    if len <= chunk {
+        body(0);
+    } else {
+        threads::install(|| (0..len.div_ceil(chunk)).into_par_iter().for_each(|piece| body(piece * chunk)));
+    }
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! Unary float kernels: one element in, one element out, computed in float32.
 
-use super::buffers::{par_pieces, read, write, Float, FLOATS};
+use super::buffers::{map_into, Float, FLOATS};
 use crate::backend::CapabilityTable;
 use crate::dtype::DType;
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
@@ -25,15 +25,7 @@ fn build(op: &'static str) -> impl Fn(DType, &Attrs) -> Result<Box<dyn Kernel>> 
 }
 
 fn run<T: Float>(function: fn(f32) -> f32, launch: &Launch<'_>) -> Result<()> {
-    let input = read::<T>(&launch.inputs[0])?;
-    // SAFETY: the output is this launch's own buffer.
-    let output = unsafe { write::<T>(&launch.outputs[0])? };
-    par_pieces(output, |start, piece| {
-        for (out, x) in piece.iter_mut().zip(&input[start..]) {
-            *out = T::from_f32(function(x.to_f32()));
-        }
-    });
-    Ok(())
+    map_into(&launch.inputs[0], &launch.outputs[0], |x: T| T::from_f32(function(x.to_f32())))
 }
 
 impl Kernel for Unary {
