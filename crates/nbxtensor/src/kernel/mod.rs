@@ -41,4 +41,10 @@ pub trait Kernel: Send + Sync {
     /// Runs the kernel. The caller guarantees the outputs and the workspace match the
     /// declaration for these inputs.
     fn launch(&self, launch: Launch<'_>) -> Result<()>;
+
+    /// Whether its flops run on the device's matrix unit (matrix products), which pricing
+    /// reads to pick the matrix or the vector peak.
+    fn uses_matrix_unit(&self) -> bool {
+        false
+    }
 }

@@ -105,6 +105,12 @@ impl HostAllocator {
         Ok(memory_limit::effective_limit(total))
     }
 
+    /// The bytes a request of `bytes` takes from the limit (its size class): what `alloc`
+    /// counts in use.
+    pub fn footprint(&self, bytes: usize) -> usize {
+        size_class(bytes)
+    }
+
     /// Bytes parked in the pool for reuse.
     pub fn parked(&self) -> u64 {
         self.pool.lock().unwrap_or_else(|e| e.into_inner()).parked_bytes
