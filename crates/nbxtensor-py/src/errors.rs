@@ -1,8 +1,8 @@
 //! The mapping of the core's errors to Python exceptions.
 //!
-//! Bad values (unknown dtypes, bad shapes, refused settings, empty ranges) are `ValueError`;
-//! a machine file or directory that cannot be read or written is `OSError`; an allocation
-//! over the memory limit is `MemoryError`. Every message is
+//! Bad values (unknown dtypes, bad shapes, refused settings, empty ranges, buffer requests no
+//! plan can hold) are `ValueError`; a machine file or directory that cannot be read or written
+//! is `OSError`; an allocation over the memory limit is `MemoryError`. Every message is
 //! the core's, which names the value or the path at fault.
 
 use nbxtensor::memory::MemoryError;

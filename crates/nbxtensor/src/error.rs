@@ -2,7 +2,7 @@
 
 use crate::dtype::DTypeError;
 use crate::facts::FactsError;
-use crate::memory::MemoryError;
+use crate::memory::{MemoryError, PlanError};
 use crate::random::RandomError;
 use crate::settings::SettingsError;
 use crate::shape::ShapeError;
@@ -26,6 +26,9 @@ pub enum Error {
     /// From the memory layer: over the limit, an unknown device …
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// From the memory planner: a bad lifetime, an unknown in-place input, a bad alignment …
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// From the tensor layer: a refused view, a bad layout …
     #[error(transparent)]
     Tensor(#[from] TensorError),
