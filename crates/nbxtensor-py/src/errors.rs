@@ -1,12 +1,13 @@
 //! The mapping of the core's errors to Python exceptions.
 //!
-//! Bad values (unknown dtypes, bad shapes, refused settings, empty ranges) are `ValueError`;
-//! a machine file or directory that cannot be read or written is `OSError`; an allocation
-//! over the memory limit is `MemoryError`. Every message is
+//! Bad values (unknown dtypes, bad shapes, refused settings, empty ranges, buffer requests no
+//! plan can hold) are `ValueError`; a machine file or directory that cannot be read or written
+//! is `OSError`; an allocation over the memory limit is `MemoryError`. Every message is
 //! the core's, which names the value or the path at fault.
 
 use nbxtensor::kernel::KernelError;
 use nbxtensor::memory::MemoryError;
+use nbxtensor::program::ProgramError;
 use nbxtensor::random::RandomError;
 use nbxtensor::settings::SettingsError;
 use nbxtensor::tensor::TensorError;
@@ -20,7 +21,10 @@ pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
     let memory = match &error {
         nbxtensor::Error::Memory(e)
         | nbxtensor::Error::Tensor(TensorError::Memory(e))
-        | nbxtensor::Error::Kernel(KernelError::Tensor(TensorError::Memory(e))) => Some(e),
+        | nbxtensor::Error::Kernel(KernelError::Tensor(TensorError::Memory(e)))
+        | nbxtensor::Error::Program(ProgramError::Memory(e))
+        | nbxtensor::Error::Program(ProgramError::Tensor(TensorError::Memory(e)))
+        | nbxtensor::Error::Program(ProgramError::Kernel(KernelError::Tensor(TensorError::Memory(e)))) => Some(e),
         _ => None,
     };
     let settings = match (&error, memory) {

@@ -10,6 +10,7 @@ mod errors;
 mod io;
 mod memory;
 mod ops;
+mod program;
 mod random;
 mod shape;
 mod tensor;
@@ -46,6 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "autotune_settings", ops::autotune_settings::register)?;
     add_submodule(m, "launch_observer", ops::launch_observer::register)?;
     add_submodule(m, "ops", ops::call::register)?;
+    add_submodule(m, "program", program::register)?;
     add_submodule(m, "blas", backend::cpu::blas::register)?;
     add_submodule(m, "device_files", backend::device_files::register)?;
     Ok(())

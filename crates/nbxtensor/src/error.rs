@@ -3,7 +3,8 @@
 use crate::dtype::DTypeError;
 use crate::facts::FactsError;
 use crate::kernel::KernelError;
-use crate::memory::MemoryError;
+use crate::memory::{MemoryError, PlanError};
+use crate::program::ProgramError;
 use crate::random::RandomError;
 use crate::settings::SettingsError;
 use crate::shape::ShapeError;
@@ -27,12 +28,18 @@ pub enum Error {
     /// From the memory layer: over the limit, an unknown device …
     #[error(transparent)]
     Memory(#[from] MemoryError),
+    /// From the memory planner: a bad lifetime, an unknown in-place input, a bad alignment …
+    #[error(transparent)]
+    Plan(#[from] PlanError),
     /// From the tensor layer: a refused view, a bad layout …
     #[error(transparent)]
     Tensor(#[from] TensorError),
     /// From the kernel layer: inputs that do not fit an op, a missing kernel …
     #[error(transparent)]
     Kernel(#[from] KernelError),
+    /// From the program layer: a refused capture, inputs of the wrong shape …
+    #[error(transparent)]
+    Program(#[from] ProgramError),
     /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
     #[error(transparent)]
     Facts(#[from] FactsError),

@@ -18,6 +18,7 @@
 //! | kernel | [`kernel`] | the `Kernel` trait and its declared [`kernel::Cost`] |
 //! | backend | [`backend`] | the `Backend` trait, capability tables, the CPU kernels |
 //! | ops | [`ops`] | eager op calls dispatched to a backend |
+//! | program | [`program`] | trace → plan → execute → capture → verified replay; pricing |
 //!
 //! Later layers (kernels, backends, programs, io) follow the
 //! plan in the repository's `DESIGN.md`.
@@ -41,6 +42,7 @@ pub mod facts;
 pub mod kernel;
 pub mod memory;
 pub mod ops;
+pub mod program;
 pub mod random;
 pub mod settings;
 pub mod shape;

@@ -1,5 +1,6 @@
 //! The memory layer: devices, one [`Allocator`] per device, the [`Arena`] a planned program
-//! runs in, and the process memory limit every allocator holds to.
+//! runs in, the static [planner](Plan) that lays a program's buffers out in it, and the process
+//! memory limit every allocator holds to.
 //!
 //! Every allocation is counted against the limit in force
 //! ([`crate::settings::memory_limit`]): a request that would pass it fails with an error
@@ -10,9 +11,11 @@ mod arena;
 mod device;
 mod error;
 mod host;
+mod planner;
 
 pub use allocator::Allocator;
 pub use arena::{Arena, Region};
 pub use device::{Device, DeviceKind};
 pub use error::MemoryError;
 pub use host::{host_allocator, HostAllocator, HostBlock, HOST_ALIGNMENT};
+pub use planner::{BufferRequest, Order, Plan, PlanError};

@@ -95,6 +95,12 @@ pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<T
         }
         return Ok(outputs);
     }
+    if inputs.iter().any(|t| t.storage().is_symbolic()) {
+        return Err(KernelError::Invalid(format!(
+            "{}: an input is a traced tensor, which has no data outside its program",
+            kernel.key()
+        )));
+    }
     let outputs = cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
     let mut workspace = vec![0u8; cost.workspace as usize];
     let inputs: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();

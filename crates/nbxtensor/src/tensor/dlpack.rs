@@ -131,6 +131,11 @@ struct ExportContext {
 }
 
 fn dl_tensor(tensor: &Tensor, context: &mut ExportContext) -> Result<DLTensor> {
+    if tensor.storage().is_symbolic() {
+        return Err(TensorError::Invalid(
+            "a traced tensor has no data to export: its values exist only when the program runs".into(),
+        ));
+    }
     let dl = tensor.dtype().dlpack()?;
     let device = tensor.device();
     let device_type = match device.kind {

@@ -1,0 +1,221 @@
+//! `nbxtensor.program`: trace a Python model function into a program, plan it, price it,
+//! run it in one arena, capture it and replay it verified.
+
+use crate::errors::to_py;
+use crate::tensor::Tensor;
+use nbxtensor::program::{
+    self, Executable as CoreExecutable, Program as CoreProgram, ProgramError, Replay as CoreReplay,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use std::sync::Mutex;
+
+/// The tensors a model returned: one tensor, or a tuple or list of them.
+fn returned(value: &Bound<'_, PyAny>) -> PyResult<Vec<nbxtensor::tensor::Tensor>> {
+    if let Ok(tensor) = value.cast::<Tensor>() {
+        return Ok(vec![tensor.get().inner.clone()]);
+    }
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = value.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = value.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Err(PyValueError::new_err("trace: the model must return a Tensor, or a tuple or list of Tensors"));
+    };
+    items
+        .iter()
+        .map(|item| {
+            item.cast::<Tensor>()
+                .map(|t| t.get().inner.clone())
+                .map_err(|_| PyValueError::new_err("trace: the model returned something other than a Tensor"))
+        })
+        .collect()
+}
+
+/// A traced model: launches over symbolic buffers.
+#[pyclass(module = "nbxtensor.program", name = "Program", frozen)]
+struct Program {
+    inner: CoreProgram,
+}
+
+/// A program's memory plan.
+#[pyclass(module = "nbxtensor.program", name = "Plan", frozen)]
+struct Plan {
+    inner: nbxtensor::program::ProgramPlan,
+}
+
+/// A planned program with its arena allocated.
+#[pyclass(module = "nbxtensor.program", name = "Executable")]
+struct Executable {
+    inner: Mutex<Option<CoreExecutable>>,
+}
+
+/// A captured program, verified byte-equal to an eager run.
+#[pyclass(module = "nbxtensor.program", name = "Replay", frozen)]
+struct Replay {
+    inner: CoreReplay,
+}
+
+fn cores(inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<nbxtensor::tensor::Tensor>> {
+    inputs
+        .iter()
+        .map(|t| {
+            t.cast::<Tensor>()
+                .map(|t| t.get().inner.clone())
+                .map_err(|_| PyValueError::new_err("inputs must be Tensors"))
+        })
+        .collect()
+}
+
+/// Runs `model(*inputs)` with every op recorded instead of launched, and returns the
+/// program it formed; tensors the model uses that are not inputs (weights) are constants.
+#[pyfunction]
+#[pyo3(signature = (model, *inputs))]
+fn trace(py: Python<'_>, model: &Bound<'_, PyAny>, inputs: &Bound<'_, PyTuple>) -> PyResult<Program> {
+    let inputs = cores(inputs)?;
+    let mut failure: Option<PyErr> = None;
+    let traced = program::trace(&inputs, |stand_ins| {
+        let args = PyTuple::new(py, stand_ins.iter().map(|t| Tensor::wrap(t.clone())))
+            .and_then(|args| model.call1(args))
+            .and_then(|value| returned(&value));
+        args.map_err(|e| {
+            let message = e.to_string();
+            failure = Some(e);
+            ProgramError::Invalid(message)
+        })
+    });
+    match (traced, failure) {
+        (Ok(inner), _) => Ok(Program { inner }),
+        (Err(_), Some(error)) => Err(error),
+        (Err(error), None) => Err(to_py(error)),
+    }
+}
+
+#[pymethods]
+impl Program {
+    /// The launch keys in order (what a dry run lists).
+    fn keys(&self) -> Vec<String> {
+        self.inner.keys()
+    }
+
+    /// The number of launches.
+    fn __len__(&self) -> usize {
+        self.inner.steps.len()
+    }
+
+    /// Flops of every launch, added.
+    fn flops(&self) -> u64 {
+        self.inner.flops()
+    }
+
+    /// Bytes read and written by every launch, added.
+    fn bytes_moved(&self) -> u64 {
+        self.inner.bytes_moved()
+    }
+
+    /// The memory plan (refused before anything is allocated when it passes the memory limit).
+    fn plan(&self) -> PyResult<Plan> {
+        self.inner.plan().map(|inner| Plan { inner }).map_err(to_py)
+    }
+
+    /// Plans the program and allocates its arena (one allocation).
+    fn executable(&self) -> PyResult<Executable> {
+        let plan = self.inner.plan().map_err(to_py)?;
+        let exec = CoreExecutable::new(self.inner.clone(), plan).map_err(to_py)?;
+        Ok(Executable { inner: Mutex::new(Some(exec)) })
+    }
+}
+
+#[pymethods]
+impl Plan {
+    /// The arena's bytes: the program's peak memory, workspace included.
+    #[getter]
+    fn arena_bytes(&self) -> u64 {
+        self.inner.arena_bytes()
+    }
+
+    /// The most bytes alive at one launch: no placement needs less.
+    #[getter]
+    fn lower_bound(&self) -> u64 {
+        self.inner.plan.lower_bound
+    }
+
+    /// arena / lower bound.
+    #[getter]
+    fn ratio(&self) -> f64 {
+        self.inner.plan.ratio()
+    }
+
+    /// The report: arena, bound, ratio, one line per buffer.
+    fn report(&self) -> String {
+        self.inner.report()
+    }
+
+    /// The plan as an SVG picture (time across, address up, one rectangle per buffer).
+    #[pyo3(signature = (title = "memory plan"))]
+    fn svg(&self, title: &str) -> String {
+        self.inner.svg(title)
+    }
+}
+
+fn outputs(tensors: Vec<nbxtensor::tensor::Tensor>) -> Vec<Tensor> {
+    tensors.into_iter().map(Tensor::wrap).collect()
+}
+
+#[pymethods]
+impl Executable {
+    /// Runs the program on new inputs (the traced dtypes and shapes); returns copies of its outputs.
+    #[pyo3(signature = (*inputs))]
+    fn run(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<Tensor>> {
+        let inputs = cores(inputs)?;
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let exec =
+            guard.as_ref().ok_or_else(|| PyValueError::new_err("this executable was captured: run the Replay"))?;
+        let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
+        py.detach(|| exec.run(&refs)).map(outputs).map_err(to_py)
+    }
+
+    /// Bytes of the arena (the run's one allocation).
+    #[getter]
+    fn arena_bytes(&self) -> PyResult<usize> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map(|e| e.arena_bytes()).ok_or_else(|| PyValueError::new_err("this executable was captured"))
+    }
+
+    /// Captures the launch list on `inputs`: an eager run, then a first replay compared byte
+    /// for byte; a difference refuses the capture, naming the first differing launch.
+    #[pyo3(signature = (*inputs))]
+    fn capture(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Replay> {
+        let inputs = cores(inputs)?;
+        let exec = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this executable was already captured"))?;
+        let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
+        py.detach(|| exec.capture(&refs)).map(|inner| Replay { inner }).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl Replay {
+    /// Replays the verified launches on new inputs; returns copies of the outputs.
+    #[pyo3(signature = (*inputs))]
+    fn run(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<Tensor>> {
+        let inputs = cores(inputs)?;
+        let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
+        py.detach(|| self.inner.run(&refs)).map(outputs).map_err(to_py)
+    }
+}
+
+/// Registers the module's functions and classes.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Program>()?;
+    m.add_class::<Plan>()?;
+    m.add_class::<Executable>()?;
+    m.add_class::<Replay>()?;
+    m.add_function(wrap_pyfunction!(trace, m)?)?;
+    Ok(())
+}

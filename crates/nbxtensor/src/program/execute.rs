@@ -1,0 +1,140 @@
+//! Executing a planned program: one arena, then launches over planned addresses.
+
+use super::{Program, ProgramError, ProgramPlan, Result, Source};
+use crate::kernel::Launch;
+use crate::memory::{Arena, Region};
+use crate::tensor::{Storage, Tensor};
+use std::sync::Arc;
+
+/// One launch with its tensors bound to the arena.
+pub(super) struct BoundStep {
+    pub(super) inputs: Vec<Tensor>,
+    pub(super) outputs: Vec<Tensor>,
+    pub(super) workspace: Region,
+}
+
+/// A program with its arena allocated and every launch's tensors bound: running it copies the
+/// inputs in, launches every kernel, and copies the outputs out.
+pub struct Executable {
+    pub(super) program: Program,
+    pub(super) plan: ProgramPlan,
+    pub(super) arena: Arc<Arena>,
+    pub(super) steps: Vec<BoundStep>,
+    pub(super) buffers: Vec<Tensor>,
+    pub(super) outputs: Vec<Tensor>,
+}
+
+impl Executable {
+    /// Allocates the plan's arena (one allocation, counted against the memory limit) and binds
+    /// every launch's inputs, outputs and workspace to it.
+    pub fn new(program: Program, plan: ProgramPlan) -> Result<Executable> {
+        let arena = Arena::new(plan.arena_bytes() as usize)?;
+        let buffers = program
+            .buffers
+            .iter()
+            .zip(&plan.buffer_offsets)
+            .map(|(info, &offset)| {
+                let region = Arena::region(&arena, offset as usize, info.bytes as usize)?;
+                let strides =
+                    crate::shape::contiguous_strides(&info.shape).map_err(|e| ProgramError::Invalid(e.to_string()))?;
+                Ok(Tensor::from_storage(Arc::new(Storage::in_region(region)), info.dtype, &info.shape, &strides, 0)?)
+            })
+            .collect::<Result<Vec<Tensor>>>()?;
+        let bind = |operand: &super::Operand| -> Result<Tensor> {
+            let storage = match &operand.source {
+                Source::Buffer(id) => Arc::clone(buffers[*id].storage()),
+                Source::Constant(tensor) => Arc::clone(tensor.storage()),
+            };
+            Ok(Tensor::from_storage(storage, operand.dtype, &operand.shape, &operand.strides, operand.offset)?)
+        };
+        let steps = program
+            .steps
+            .iter()
+            .zip(&plan.workspace_offsets)
+            .map(|(step, &offset)| {
+                Ok(BoundStep {
+                    inputs: step.inputs.iter().map(&bind).collect::<Result<_>>()?,
+                    outputs: step.outputs.iter().map(|&id| buffers[id].clone()).collect(),
+                    workspace: Arena::region(&arena, offset as usize, step.cost.workspace as usize)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let outputs = program.outputs.iter().map(bind).collect::<Result<Vec<_>>>()?;
+        Ok(Executable { program, plan, arena, steps, buffers, outputs })
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &ProgramPlan {
+        &self.plan
+    }
+
+    /// Bytes the arena holds (the one allocation of a run).
+    pub fn arena_bytes(&self) -> usize {
+        self.arena.len()
+    }
+
+    /// Copies `inputs` into their buffers, checking each against the traced dtype and shape.
+    pub(super) fn load_inputs(&self, inputs: &[&Tensor]) -> Result<()> {
+        if inputs.len() != self.program.inputs.len() {
+            return Err(ProgramError::Invalid(format!(
+                "the program takes {} inputs, {} were given",
+                self.program.inputs.len(),
+                inputs.len()
+            )));
+        }
+        for (index, (given, &id)) in inputs.iter().zip(&self.program.inputs).enumerate() {
+            let slot = &self.buffers[id];
+            if given.dtype() != slot.dtype() || given.shape() != slot.shape() {
+                return Err(ProgramError::Invalid(format!(
+                    "input {index}: the program was traced with {} {:?}, given {} {:?}",
+                    slot.dtype(),
+                    slot.shape(),
+                    given.dtype(),
+                    given.shape()
+                )));
+            }
+            let bytes = given.to_bytes()?;
+            // SAFETY: the slot is this executable's own buffer of exactly these bytes, and no
+            // launch runs while inputs are loaded.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data_ptr(), bytes.len()) };
+        }
+        Ok(())
+    }
+
+    /// Launches step `index` over its bound tensors.
+    pub(super) fn launch(&self, index: usize) -> Result<()> {
+        let bound = &self.steps[index];
+        // SAFETY: the workspace region belongs to this launch alone for its duration.
+        let workspace = unsafe { std::slice::from_raw_parts_mut(bound.workspace.as_ptr(), bound.workspace.len()) };
+        self.program.steps[index].kernel.launch(Launch {
+            inputs: &bound.inputs,
+            outputs: &bound.outputs,
+            workspace,
+        })?;
+        Ok(())
+    }
+
+    /// Copies of the program's outputs.
+    pub(super) fn copy_outputs(&self) -> Result<Vec<Tensor>> {
+        Ok(self
+            .outputs
+            .iter()
+            .map(|t| t.contiguous().and_then(|c| Tensor::from_bytes(c.dtype(), c.shape(), &c.to_bytes()?)))
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Runs the program on `inputs` (the traced dtypes and shapes): copies them in, launches
+    /// every kernel over the arena, and returns copies of the outputs.
+    pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.load_inputs(inputs)?;
+        for index in 0..self.steps.len() {
+            self.launch(index)?;
+        }
+        self.copy_outputs()
+    }
+}
