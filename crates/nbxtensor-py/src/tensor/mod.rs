@@ -281,6 +281,63 @@ impl Tensor {
         Ok(array)
     }
 
+    fn __add__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "add", slf.as_any(), other)
+    }
+
+    fn __radd__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "add", other, slf.as_any())
+    }
+
+    fn __sub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "sub", slf.as_any(), other)
+    }
+
+    fn __rsub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "sub", other, slf.as_any())
+    }
+
+    fn __mul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "mul", slf.as_any(), other)
+    }
+
+    fn __rmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "mul", other, slf.as_any())
+    }
+
+    fn __truediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "div", slf.as_any(), other)
+    }
+
+    fn __rtruediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "div", other, slf.as_any())
+    }
+
+    fn __matmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "matmul", slf.as_any(), other)
+    }
+
+    fn __rmatmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        operator(slf.py(), "matmul", other, slf.as_any())
+    }
+
+    fn __neg__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("nbxtensor.ops")?.call_method1("neg", (slf,))
+    }
+
+    fn __richcmp__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, op: pyo3::basic::CompareOp) -> PyResult<Bound<'py, PyAny>> {
+        use pyo3::basic::CompareOp;
+        let name = match op {
+            CompareOp::Eq => "eq",
+            CompareOp::Ne => "ne",
+            CompareOp::Lt => "lt",
+            CompareOp::Le => "le",
+            CompareOp::Gt => "gt",
+            CompareOp::Ge => "ge",
+        };
+        operator(slf.py(), name, slf.as_any(), other)
+    }
+
     fn __len__(&self) -> PyResult<usize> {
         match self.inner.shape().first() {
             Some(&n) => Ok(n as usize),
@@ -298,6 +355,12 @@ impl Tensor {
             self.inner.device()
         )
     }
+}
+
+/// An operator as the `nbxtensor.ops` function of that name (which promotes dtypes and reads
+/// Python scalars as weak).
+fn operator<'py>(py: Python<'py>, op: &str, left: &Bound<'py, PyAny>, right: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    py.import("nbxtensor.ops")?.call_method1(op, (left, right))
 }
 
 /// Registers the class and `from_dlpack`.

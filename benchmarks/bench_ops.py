@@ -1,0 +1,94 @@
+"""nbxtensor's CPU kernels against numpy, side by side in one process.
+
+Each row runs the same operation on the same inputs with nbxtensor and with numpy (its
+OpenBLAS for matmul), best of `--repeats`, after one warm-up; the ratio is numpy's time over
+nbxtensor's (above 1: nbxtensor is faster). The last rows measure the per-launch host cost of
+a chain of small launches: eager op calls against the replay of the captured program.
+
+    .venv/bin/python benchmarks/bench_ops.py --repeats 5
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import nbxtensor as nbx
+from nbxtensor import ops, program
+
+
+def best(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def layer_norm_numpy(x, w, b, eps=1e-5):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * w + b
+
+
+def softmax_numpy(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def rows(repeats):
+    rng = np.random.default_rng(0)
+    out = []
+    for n in (1024, 2048):
+        a = rng.standard_normal((n, n), dtype=np.float32)
+        b = rng.standard_normal((n, n), dtype=np.float32)
+        ta, tb = nbx.asarray(a), nbx.asarray(b)
+        out.append((f"matmul f32 {n}^3", best(lambda: ops.matmul(ta, tb), repeats), best(lambda: a @ b, repeats)))
+    x = rng.standard_normal(1 << 24, dtype=np.float32)
+    y = rng.standard_normal(1 << 24, dtype=np.float32)
+    tx, ty = nbx.asarray(x), nbx.asarray(y)
+    out.append(("add f32 16M", best(lambda: ops.add(tx, ty), repeats), best(lambda: np.add(x, y), repeats)))
+    m = rng.standard_normal((4096, 4096), dtype=np.float32)
+    w = rng.standard_normal(4096, dtype=np.float32)
+    bias = rng.standard_normal(4096, dtype=np.float32)
+    tm, tw, tb2 = nbx.asarray(m), nbx.asarray(w), nbx.asarray(bias)
+    out.append(("softmax f32 4096x4096", best(lambda: ops.softmax(tm, axis=-1), repeats), best(lambda: softmax_numpy(m), repeats)))
+    out.append((
+        "layer_norm f32 4096x4096",
+        best(lambda: ops.layer_norm(tm, tw, tb2, eps=1e-5), repeats),
+        best(lambda: layer_norm_numpy(m, w, bias), repeats),
+    ))
+    return out
+
+
+def launch_costs(repeats, chain=1000):
+    """Seconds per launch of a chain of `chain` tiny launches: eager calls, then the replay."""
+    x = nbx.asarray(np.ones(16, np.float32))
+
+    def model(t):
+        for _ in range(chain):
+            t = ops.neg(t)
+        return t
+
+    eager = best(lambda: model(x), repeats) / chain
+    replay = program.trace(model, x).executable().capture(x)
+    replayed = best(lambda: replay.run(x), repeats) / chain
+    return eager, replayed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"{'operation':<26}{'nbxtensor ms':>14}{'numpy ms':>12}{'ratio':>9}")
+    for name, mine, theirs in rows(args.repeats):
+        print(f"{name:<26}{mine * 1e3:>14.2f}{theirs * 1e3:>12.2f}{theirs / mine:>8.2f}x")
+    eager, replayed = launch_costs(args.repeats)
+    print(f"{'per launch, eager':<26}{eager * 1e6:>11.2f} us")
+    print(f"{'per launch, replay':<26}{replayed * 1e6:>11.2f} us   ({eager / replayed:.1f}x less)")
+
+
+if __name__ == "__main__":
+    main()
