@@ -2,7 +2,9 @@
 //! families live one per file and register their ops in the table.
 
 pub mod buffers;
+mod matmul;
 mod unary;
+mod widen;
 
 use super::{Backend, CapabilityTable};
 use crate::memory::Device;
@@ -19,6 +21,7 @@ pub fn cpu() -> &'static CpuBackend {
     CPU.get_or_init(|| {
         let mut table = CapabilityTable::new("cpu");
         unary::register(&mut table);
+        matmul::register(&mut table);
         CpuBackend { table }
     })
 }
