@@ -116,3 +116,19 @@ def test_bad_inputs_are_value_errors_naming_the_op(call, words):
         call()
     for word in words:
         assert word in str(info.value), str(info.value)
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    from nbxtensor.backend.cpu import pool
+
+    a, b = tensor(RNG.standard_normal((4, 300, 257)), "float32"), tensor(RNG.standard_normal((257, 190)), "float32")
+    q = tensor(RNG.standard_normal((2, 4, 33, 16)), "float32")
+    runs = []
+    try:
+        for threads in (1, 2):
+            pool.set_threads(threads)
+            runs.append((f64(ops.matmul(a, b)), f64(ops.sdpa(q, q, q, causal=True))))
+    finally:
+        pool.set_threads(None)
+    for one, two in zip(*runs):
+        np.testing.assert_array_equal(one, two)

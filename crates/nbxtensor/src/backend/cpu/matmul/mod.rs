@@ -11,6 +11,16 @@
 //! copied. float16 and bfloat16 operands are widened into a declared float32 workspace
 //! (`4 · (numel(a) + numel(b) + numel(out))` bytes), multiplied there and rounded back to
 //! nearest even. Declared flops: `2·m·n·k` per matrix of the batch (plus `m·n` for a bias).
+//!
+//! ```
+//! use nbxtensor::{kernel::{AttrValue, Attrs}, ops, tensor::Tensor};
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2])?; // read as [2, 3]
+//! let b = Tensor::from_vec(vec![1.0f32, 0.0, 1.0], &[3])?;
+//! let attrs = Attrs::new().with("transpose_a", AttrValue::Bool(true));
+//! let y = ops::call("matmul", &attrs, &[&a, &b])?.remove(0);
+//! assert_eq!((y.shape(), y.to_vec::<f32>()?), (&[2][..], vec![6.0, 8.0]));
+//! # Ok::<(), nbxtensor::kernel::KernelError>(())
+//! ```
 
 mod product;
 
