@@ -80,21 +80,31 @@ fn fold(dims: &Dims, a: &Operand, b: &Operand) -> Option<(Dims, Operand, Operand
     Some((folded, a, b))
 }
 
+/// One matrix of an operand: element (0, 0) and its row and column strides.
+#[derive(Clone, Copy)]
+struct Matrix {
+    ptr: *const f32,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+impl Operand {
+    /// Matrix `index` (row-major over `batch`) of the operand.
+    fn matrix(&self, index: usize, batch: &[usize]) -> Matrix {
+        Matrix {
+            ptr: self.ptr.wrapping_offset(batch_offset(index, batch, &self.batch_strides)),
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+        }
+    }
+}
+
 /// One `m × k` by `k × n` product into the row-major `dst` (`m·n` values); with `accumulate`
 /// the product is added to what `dst` holds (a bias), otherwise it replaces it.
 ///
 /// # Safety
 /// `a` and `b` must address `m × k` and `k × n` readable float32 matrices.
-unsafe fn product(
-    dims: &Dims,
-    a: *const f32,
-    ra: &Operand,
-    b: *const f32,
-    rb: &Operand,
-    dst: &mut [f32],
-    accumulate: bool,
-    parallelism: Parallelism,
-) {
+unsafe fn product(dims: &Dims, a: Matrix, b: Matrix, dst: &mut [f32], accumulate: bool, parallelism: Parallelism) {
     if dims.k == 0 {
         if !accumulate {
             dst.fill(0.0);
@@ -111,12 +121,12 @@ unsafe fn product(
             1,
             dims.n as isize,
             accumulate,
-            a,
-            ra.col_stride,
-            ra.row_stride,
-            b,
-            rb.col_stride,
-            rb.row_stride,
+            a.ptr,
+            a.col_stride,
+            a.row_stride,
+            b.ptr,
+            b.col_stride,
+            b.row_stride,
             1.0,
             1.0,
             false,
@@ -144,10 +154,9 @@ pub unsafe fn batched(dims: &Dims, a: &Operand, b: &Operand, dst: &mut [f32], ac
         return;
     }
     let one = |index: usize, out: &mut [f32], parallelism: Parallelism| {
-        let ma = a.ptr.wrapping_offset(batch_offset(index, &dims.batch, &a.batch_strides));
-        let mb = b.ptr.wrapping_offset(batch_offset(index, &dims.batch, &b.batch_strides));
+        let (ma, mb) = (a.matrix(index, &dims.batch), b.matrix(index, &dims.batch));
         // SAFETY: the caller guarantees every matrix of the batch is readable.
-        unsafe { product(dims, ma, a, mb, b, out, accumulate, parallelism) }
+        unsafe { product(dims, ma, mb, out, accumulate, parallelism) }
     };
     let work = size.saturating_mul(dims.k.max(1));
     threads::install(|| {
