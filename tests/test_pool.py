@@ -20,7 +20,7 @@ def measured_pool():
 
 def splitting_pays(n):
     """Work whose pieces sleep (the GIL released) for as long as they are long: split wins."""
-    return lambda a, b: time.sleep((b - a) * 2e-7)
+    return lambda a, b: time.sleep((b - a) * 1e-6)
 
 
 def splitting_never_pays(n):

@@ -16,8 +16,9 @@
 
 use crate::backend::{cpu::cpu, Backend};
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta};
+use crate::memory::{host_allocator, Allocator};
 use crate::settings::launch_observer;
-use crate::tensor::{Storage, Tensor};
+use crate::tensor::{Storage, Tensor, TensorError};
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -102,9 +103,9 @@ pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<T
         )));
     }
     let outputs = cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
-    let mut workspace = vec![0u8; cost.workspace as usize];
+    let mut workspace = host_allocator().alloc(cost.workspace as usize).map_err(TensorError::from)?;
     let inputs: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
-    kernel.launch(Launch { inputs: &inputs, outputs: &outputs, workspace: &mut workspace })?;
+    kernel.launch(Launch { inputs: &inputs, outputs: &outputs, workspace: workspace.as_mut_slice() })?;
     Ok(outputs)
 }
 

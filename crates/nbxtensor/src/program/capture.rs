@@ -3,6 +3,7 @@
 
 use super::{Executable, ProgramError, Result, Source};
 use crate::kernel::Launch;
+use crate::memory::{host_allocator, Allocator};
 use crate::tensor::Tensor;
 
 /// A captured program whose first replay matched the eager run byte for byte: replaying it
@@ -61,8 +62,8 @@ impl Executable {
                 .collect::<Result<Vec<_>>>()?;
             let outputs =
                 step.cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
-            let mut workspace = vec![0u8; step.cost.workspace as usize];
-            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: &mut workspace })?;
+            let mut workspace = host_allocator().alloc(step.cost.workspace as usize)?;
+            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: workspace.as_mut_slice() })?;
             eager.push(outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?);
             for (&id, tensor) in step.outputs.iter().zip(outputs) {
                 values[id] = Some(tensor);

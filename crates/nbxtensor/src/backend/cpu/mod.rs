@@ -1,8 +1,14 @@
 //! The CPU backend: kernels over host memory, multithreaded on the library's pool. Kernel
 //! families live one per file and register their ops in the table.
 
+mod attention;
 pub mod buffers;
+mod gather;
+mod matmul;
+mod quant;
+mod rope;
 mod unary;
+mod widen;
 
 use super::{Backend, CapabilityTable};
 use crate::memory::Device;
@@ -19,6 +25,11 @@ pub fn cpu() -> &'static CpuBackend {
     CPU.get_or_init(|| {
         let mut table = CapabilityTable::new("cpu");
         unary::register(&mut table);
+        matmul::register(&mut table);
+        gather::register(&mut table);
+        rope::register(&mut table);
+        attention::register(&mut table);
+        quant::register(&mut table);
         CpuBackend { table }
     })
 }
