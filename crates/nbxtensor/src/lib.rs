@@ -34,6 +34,7 @@
 pub mod dtype;
 mod error;
 pub mod facts;
+pub mod io;
 pub mod memory;
 pub mod random;
 pub mod settings;
