@@ -9,8 +9,10 @@ from BaseException and ends this script with a traceback and a non-zero exit.
 import importlib
 import inspect
 import itertools
+import os
 import pkgutil
 import random
+import tempfile
 
 import numpy as np
 
@@ -41,16 +43,22 @@ def public_callables():
 
 def instance_methods():
     from nbxtensor.dtype.policy import get_policy
+    from nbxtensor.io import safetensors
     from nbxtensor.ops.launch_observer import LaunchObserver
     from nbxtensor.random import Generator
 
-    for instance in (get_policy("params=float32,compute=float16,output=float32"), Generator(0), LaunchObserver()):
+    header = b'{"float16":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}}'  # a name HOSTILE holds
+    with open("weights.safetensors", "wb") as file:
+        file.write(len(header).to_bytes(8, "little") + header + b"\x00\x3c")
+    weights = safetensors.open("weights.safetensors")
+    for instance in (get_policy("params=float32,compute=float16,output=float32"), Generator(0), LaunchObserver(), weights):
         for name in dir(instance):
             if not name.startswith("_") and callable(getattr(instance, name)):
                 yield getattr(instance, name)
 
 
 def main():
+    os.chdir(tempfile.mkdtemp(prefix="nbx_hostile_"))  # files the calls write (paths like "float16") land here
     rng = random.Random(20261130)
     calls = 0
     for function in itertools.chain(public_callables(), instance_methods()):

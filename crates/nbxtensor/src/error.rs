@@ -2,6 +2,7 @@
 
 use crate::dtype::DTypeError;
 use crate::facts::FactsError;
+use crate::io::IoError;
 use crate::kernel::KernelError;
 use crate::memory::{MemoryError, PlanError};
 use crate::program::ProgramError;
@@ -43,6 +44,9 @@ pub enum Error {
     /// From the facts layer: an unknown vendor, device or device name, a missing device fact …
     #[error(transparent)]
     Facts(#[from] FactsError),
+    /// From the io layer: a malformed file, a dtype the format lacks, a file-system failure …
+    #[error(transparent)]
+    Io(#[from] IoError),
 }
 
 /// A result whose error is the crate-wide [`Error`].

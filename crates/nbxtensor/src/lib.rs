@@ -39,6 +39,7 @@ pub mod backend;
 pub mod dtype;
 mod error;
 pub mod facts;
+pub mod io;
 pub mod kernel;
 pub mod memory;
 pub mod ops;

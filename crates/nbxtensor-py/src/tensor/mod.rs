@@ -325,7 +325,11 @@ impl Tensor {
         slf.py().import("nbxtensor.ops")?.call_method1("neg", (slf,))
     }
 
-    fn __richcmp__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>, op: pyo3::basic::CompareOp) -> PyResult<Bound<'py, PyAny>> {
+    fn __richcmp__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        op: pyo3::basic::CompareOp,
+    ) -> PyResult<Bound<'py, PyAny>> {
         use pyo3::basic::CompareOp;
         let name = match op {
             CompareOp::Eq => "eq",
@@ -359,7 +363,12 @@ impl Tensor {
 
 /// An operator as the `nbxtensor.ops` function of that name (which promotes dtypes and reads
 /// Python scalars as weak).
-fn operator<'py>(py: Python<'py>, op: &str, left: &Bound<'py, PyAny>, right: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+fn operator<'py>(
+    py: Python<'py>,
+    op: &str,
+    left: &Bound<'py, PyAny>,
+    right: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     py.import("nbxtensor.ops")?.call_method1(op, (left, right))
 }
 
