@@ -160,9 +160,16 @@ impl Tensor {
         Ok(pyo3::types::PyBytes::new(py, &bytes))
     }
 
-    /// The tensor itself when contiguous, else a contiguous copy.
-    fn contiguous(&self) -> PyResult<Tensor> {
-        self.inner.contiguous().map(Tensor::wrap).map_err(to_py)
+    /// The tensor itself when contiguous, else a contiguous copy made by the `copy` op (so a
+    /// traced program records it).
+    fn contiguous(&self, py: Python<'_>) -> PyResult<Tensor> {
+        if self.inner.is_contiguous() {
+            return Ok(Tensor::wrap(self.inner.clone()));
+        }
+        let inner = self.inner.clone();
+        let copied =
+            py.detach(|| nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner])).map_err(to_py)?;
+        Ok(Tensor::wrap(copied.into_iter().next().expect("copy declares one output")))
     }
 
     /// A copy on a device (`"cpu"`, `"cuda"`, `"cuda:1"`); the same tensor on its own device.

@@ -7,30 +7,48 @@ use std::sync::Arc;
 impl Tensor {
     /// The elements in row-major order as bytes (a copy).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let itemsize = self.dtype.itemsize()?;
-        let storage = self.storage.host_bytes()?;
+        let len = self.numel() as usize * self.dtype.itemsize()?;
         let mut out = Vec::new();
-        out.try_reserve_exact(self.numel() as usize * itemsize)
-            .map_err(|e| TensorError::Invalid(format!("to_bytes: {e}")))?;
-        if self.numel() == 0 {
-            return Ok(out);
+        out.try_reserve_exact(len).map_err(|e| TensorError::Invalid(format!("to_bytes: {e}")))?;
+        out.resize(len, 0);
+        self.copy_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the elements in row-major order into `out` (exactly `numel * itemsize` bytes).
+    pub fn copy_to(&self, out: &mut [u8]) -> Result<()> {
+        let itemsize = self.dtype.itemsize()?;
+        if out.len() != self.numel() as usize * itemsize {
+            return Err(TensorError::Invalid(format!(
+                "copy_to: {} elements of {} take {} bytes, the destination has {}",
+                self.numel(),
+                self.dtype,
+                self.numel() as usize * itemsize,
+                out.len()
+            )));
         }
+        if self.numel() == 0 {
+            return Ok(());
+        }
+        let storage = self.storage.host_bytes()?;
         // the innermost dim is copied as one run when its stride is 1
         let (outer_shape, run) = match (self.shape.last(), self.strides.last()) {
-            (Some(&size), Some(&1)) => (&self.shape[..self.ndim() - 1], size as usize),
-            _ => (&self.shape[..], 1),
+            (Some(&size), Some(&1)) => (&self.shape[..self.ndim() - 1], size as usize * itemsize),
+            _ => (&self.shape[..], itemsize),
         };
         let outer_strides = &self.strides[..outer_shape.len()];
         let mut index = vec![0i64; outer_shape.len()];
+        let mut written = 0;
         loop {
             let element = self.offset + index.iter().zip(outer_strides).map(|(i, s)| i * s).sum::<i64>();
             let start = element as usize * itemsize;
-            out.extend_from_slice(&storage[start..start + run * itemsize]);
+            out[written..written + run].copy_from_slice(&storage[start..start + run]);
+            written += run;
             // advance the row-major index over the outer dims
             let mut axis = outer_shape.len();
             loop {
                 if axis == 0 {
-                    return Ok(out);
+                    return Ok(());
                 }
                 axis -= 1;
                 index[axis] += 1;

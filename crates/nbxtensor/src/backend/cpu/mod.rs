@@ -3,6 +3,7 @@
 
 mod attention;
 pub mod buffers;
+mod copy;
 mod gather;
 mod matmul;
 mod quant;
@@ -25,6 +26,7 @@ pub fn cpu() -> &'static CpuBackend {
     CPU.get_or_init(|| {
         let mut table = CapabilityTable::new("cpu");
         unary::register(&mut table);
+        copy::register(&mut table);
         matmul::register(&mut table);
         gather::register(&mut table);
         rope::register(&mut table);
