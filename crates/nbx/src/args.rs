@@ -1,0 +1,156 @@
+//! The command line: `nbx embed …` and `nbx price …`, their options checked before anything
+//! is loaded.
+
+use std::path::PathBuf;
+
+/// The usage text.
+pub const USAGE: &str = "\
+usage:
+  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N]
+  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE]
+
+  embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
+         in the same order; progress and timings on stderr
+  price  traces and plans the model for one (batch, seq) shape without running it: parameters,
+         peak memory, the arena against its lower bound, flops, bytes, and the predicted time
+         on the rates of a device file";
+
+/// Where the model runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Device {
+    /// The CPU backend.
+    Cpu,
+    /// CUDA (no backend in this build).
+    Cuda,
+}
+
+/// The options of a command (those it does not take stay at their defaults).
+#[derive(Debug, PartialEq)]
+pub struct Options {
+    /// `--model DIR`.
+    pub model: PathBuf,
+    /// `--input FILE`.
+    pub input: Option<PathBuf>,
+    /// `--output FILE`.
+    pub output: Option<PathBuf>,
+    /// `--device`.
+    pub device: Device,
+    /// `--batch N`.
+    pub batch: usize,
+    /// `--seq N`.
+    pub seq: Option<usize>,
+    /// `--svg FILE`.
+    pub svg: Option<PathBuf>,
+    /// `--device-file VENDOR/NAME`.
+    pub device_file: Option<(String, String)>,
+}
+
+/// A parsed command.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    /// `nbx embed`.
+    Embed(Options),
+    /// `nbx price`.
+    Price(Options),
+    /// `nbx help`, `-h`, `--help`.
+    Help,
+}
+
+/// Options each command takes.
+const EMBED_OPTIONS: [&str; 5] = ["--model", "--input", "--output", "--device", "--batch"];
+const PRICE_OPTIONS: [&str; 6] = ["--model", "--batch", "--seq", "--device", "--device-file", "--svg"];
+
+fn number(option: &str, value: &str) -> Result<usize, String> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{option} takes a positive whole number, got {value:?}"))
+}
+
+/// Parses the arguments after the program's name.
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let Some(command) = args.first() else { return Err("no command given".into()) };
+    let known: &[&str] = match command.as_str() {
+        "embed" => &EMBED_OPTIONS,
+        "price" => &PRICE_OPTIONS,
+        "help" | "-h" | "--help" => return Ok(Command::Help),
+        other => return Err(format!("unknown command {other:?} (embed or price)")),
+    };
+    let mut o = Options {
+        model: PathBuf::new(),
+        input: None,
+        output: None,
+        device: Device::Cpu,
+        batch: 32,
+        seq: None,
+        svg: None,
+        device_file: None,
+    };
+    let mut model = None;
+    let mut rest = args[1..].iter();
+    while let Some(option) = rest.next() {
+        if !known.contains(&option.as_str()) {
+            return Err(format!("nbx {command} does not take {option:?}"));
+        }
+        let value = rest.next().ok_or_else(|| format!("{option} needs a value"))?;
+        match option.as_str() {
+            "--model" => model = Some(PathBuf::from(value)),
+            "--input" => o.input = Some(PathBuf::from(value)),
+            "--output" => o.output = Some(PathBuf::from(value)),
+            "--svg" => o.svg = Some(PathBuf::from(value)),
+            "--batch" => o.batch = number(option, value)?,
+            "--seq" => o.seq = Some(number(option, value)?),
+            "--device" => {
+                o.device = match value.as_str() {
+                    "cpu" => Device::Cpu,
+                    "cuda" => Device::Cuda,
+                    other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
+                }
+            }
+            "--device-file" => {
+                let (vendor, name) = value
+                    .split_once('/')
+                    .ok_or_else(|| format!("--device-file takes VENDOR/NAME (e.g. nvidia/h100), got {value:?}"))?;
+                o.device_file = Some((vendor.to_string(), name.to_string()));
+            }
+            _ => unreachable!("every known option is matched above"),
+        }
+    }
+    o.model = model.ok_or_else(|| format!("nbx {command} needs --model DIR"))?;
+    if command == "embed" {
+        if o.input.is_none() || o.output.is_none() {
+            return Err("nbx embed needs --input FILE.json and --output FILE.json".into());
+        }
+        return Ok(Command::Embed(o));
+    }
+    Ok(Command::Price(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_each_command_and_refuses_what_it_does_not_take() {
+        let Command::Embed(o) = parse(&args("embed --model m --input a.json --output b.json --batch 4")).unwrap()
+        else {
+            panic!("not embed")
+        };
+        assert_eq!((o.model, o.batch, o.device), (PathBuf::from("m"), 4, Device::Cpu));
+        let Command::Price(o) = parse(&args("price --model m --seq 128 --device-file nvidia/h100")).unwrap() else {
+            panic!("not price")
+        };
+        assert_eq!((o.seq, o.device_file), (Some(128), Some(("nvidia".into(), "h100".into()))));
+        assert!(parse(&args("embed --model m --input a.json")).unwrap_err().contains("--output"));
+        assert!(parse(&args("price --model m --device tpu")).unwrap_err().contains("tpu"));
+        assert!(parse(&args("price --model m --batch 0")).unwrap_err().contains("--batch"));
+        assert!(parse(&args("price --model m --input x")).unwrap_err().contains("--input"));
+        assert!(parse(&args("train")).unwrap_err().contains("train"));
+        assert!(parse(&args("price --batch 2")).unwrap_err().contains("--model"));
+    }
+}

@@ -1,0 +1,50 @@
+//! `nbx embed`: a JSON list of strings in, a JSON list of unit vectors out, same order.
+
+use crate::args::Options;
+use crate::open_model;
+use std::path::Path;
+use std::time::Instant;
+
+/// Reads the input file: a JSON list of strings.
+fn read_texts(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the input {}: {e}", path.display()))?;
+    serde_json::from_str::<Vec<String>>(&text)
+        .map_err(|e| format!("the input {} is not a JSON list of strings: {e}", path.display()))
+}
+
+/// Runs `nbx embed`.
+pub fn run(o: &Options) -> Result<(), String> {
+    let (input, output) = (o.input.as_deref().unwrap_or(Path::new("")), o.output.as_deref().unwrap_or(Path::new("")));
+    let texts = read_texts(input)?;
+    let start = Instant::now();
+    let mut model = open_model(o)?;
+    eprintln!("nbx: model {} opened in {:.3} s", o.model.display(), start.elapsed().as_secs_f64());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    let (mut captured, mut replayed) = (0.0, 0.0);
+    let embeddings = model
+        .embed(&refs, o.batch, |r| {
+            captured += r.capture_seconds;
+            replayed += r.run_seconds;
+            let fresh = if r.capture_seconds > 0.0 {
+                format!("new shape: traced, planned and captured in {:.3} s, ", r.capture_seconds)
+            } else {
+                String::from("replay reused, ")
+            };
+            eprintln!(
+                "nbx: {}/{} texts; batch {}x{} tokens: {fresh}ran in {:.3} s",
+                r.done, r.total, r.shape.0, r.shape.1, r.run_seconds
+            );
+        })
+        .map_err(|e| e.to_string())?;
+    let total = start.elapsed().as_secs_f64();
+    eprintln!(
+        "nbx: {} texts in {total:.3} s ({captured:.3} s capturing {} shapes, {replayed:.3} s replaying)",
+        texts.len(),
+        model.captured_shapes().len()
+    );
+    let json = serde_json::to_string(&embeddings).map_err(|e| e.to_string())?;
+    std::fs::write(output, json).map_err(|e| format!("cannot write the output {}: {e}", output.display()))?;
+    eprintln!("nbx: wrote {} embeddings of {} floats to {}", embeddings.len(), model.dimension(), output.display());
+    Ok(())
+}

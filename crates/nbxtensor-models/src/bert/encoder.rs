@@ -1,0 +1,92 @@
+//! The BERT encoder as nbxtensor ops: embeddings (word + position + segment 0, layer norm),
+//! then per layer multi-head self-attention (`sdpa` with an additive padding mask), a residual
+//! layer norm, a gelu feed-forward and a second residual layer norm.
+
+use super::{BertConfig, BertWeights, Dense, Norm};
+use crate::error::{ModelError, Result};
+use nbxtensor::kernel::{AttrValue, Attrs, KernelError};
+use nbxtensor::ops;
+use nbxtensor::program::ProgramError;
+use nbxtensor::tensor::Tensor;
+use std::path::Path;
+
+/// A BERT encoder: its config and its weights.
+#[derive(Clone)]
+pub struct Bert {
+    /// The sizes.
+    pub config: BertConfig,
+    /// The weights.
+    pub weights: BertWeights,
+}
+
+/// One op's single output.
+fn op(name: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Tensor, KernelError> {
+    Ok(ops::call(name, attrs, inputs)?.remove(0))
+}
+
+fn dense(x: &Tensor, d: &Dense) -> Result<Tensor, KernelError> {
+    op("linear", &Attrs::new(), &[x, &d.weight, &d.bias])
+}
+
+impl Bert {
+    /// Reads `config.json` and maps `model.safetensors` from the model directory `dir`.
+    ///
+    /// ```no_run
+    /// let bert = nbxtensor_models::bert::Bert::open("path/to/all-MiniLM-L6-v2".as_ref())?;
+    /// assert_eq!(bert.config.hidden_size, 384);
+    /// # Ok::<(), nbxtensor_models::ModelError>(())
+    /// ```
+    pub fn open(dir: &Path) -> Result<Bert> {
+        if !dir.is_dir() {
+            return Err(ModelError::Files(format!("no model directory {}", dir.display())));
+        }
+        let config = BertConfig::read(&dir.join("config.json"))?;
+        let weights = BertWeights::load(&dir.join("model.safetensors"), &config)?;
+        Ok(Bert { config, weights })
+    }
+
+    fn norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor, KernelError> {
+        let attrs = Attrs::new().with("eps", AttrValue::Float(self.config.layer_norm_eps));
+        op("layer_norm", &attrs, &[x, &n.weight, &n.bias])
+    }
+
+    /// The last hidden states `[b, s, hidden]` of token ids `ids` (`[b, s]`, int64) under
+    /// `mask`, an additive float32 mask broadcast to the attention scores (`[b, 1, 1, s]`: 0
+    /// for a token, a large negative value for padding). Every step is an op call, so the
+    /// function traces into a program as it is.
+    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor, ProgramError> {
+        let c = &self.config;
+        let &[batch, seq] = ids.shape() else {
+            return Err(ProgramError::Invalid(format!("bert: ids must be [batch, seq], got {:?}", ids.shape())));
+        };
+        if seq as usize > c.max_position_embeddings {
+            return Err(ProgramError::Invalid(format!(
+                "bert: {seq} tokens, over the model's {} positions",
+                c.max_position_embeddings
+            )));
+        }
+        let e = &self.weights.embeddings;
+        let words = op("embedding", &Attrs::new(), &[ids, &e.word])?;
+        let positions = e.position.narrow(0, 0, seq)?;
+        let segment = e.token_type.narrow(0, 0, 1)?;
+        let summed = op("add", &Attrs::new(), &[&op("add", &Attrs::new(), &[&words, &positions])?, &segment])?;
+        let mut x = self.norm(&summed, &e.norm)?;
+        let (heads, head_dim, hidden) = (c.num_attention_heads as i64, c.head_dim() as i64, c.hidden_size as i64);
+        let split = |t: Tensor| t.reshape(&[batch, seq, heads, head_dim])?.permute(&[0, 2, 1, 3]);
+        for layer in &self.weights.layers {
+            let q = split(dense(&x, &layer.query)?)?;
+            let k = split(dense(&x, &layer.key)?)?;
+            let v = split(dense(&x, &layer.value)?)?;
+            let context = op("sdpa", &Attrs::new(), &[&q, &k, &v, mask])?
+                .permute(&[0, 2, 1, 3])?
+                .contiguous()?
+                .reshape(&[batch, seq, hidden])?;
+            let attended = op("add", &Attrs::new(), &[&x, &dense(&context, &layer.attention_out)?])?;
+            x = self.norm(&attended, &layer.attention_norm)?;
+            let up = op("gelu", &Attrs::new(), &[&dense(&x, &layer.intermediate)?])?;
+            let fed = op("add", &Attrs::new(), &[&x, &dense(&up, &layer.output)?])?;
+            x = self.norm(&fed, &layer.output_norm)?;
+        }
+        Ok(x)
+    }
+}

@@ -1,0 +1,177 @@
+//! A BERT model's weights, read from `model.safetensors` by memory map (zero-copy where the
+//! file's data is aligned), checked name by name against the config's sizes.
+
+use super::BertConfig;
+use crate::error::{ModelError, Result};
+use nbxtensor::io::safetensors::load;
+use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A layer norm's scale and shift.
+#[derive(Clone)]
+pub struct Norm {
+    /// Scale, `[hidden]`.
+    pub weight: Tensor,
+    /// Shift, `[hidden]`.
+    pub bias: Tensor,
+}
+
+/// A dense layer: `x · weightᵀ + bias`.
+#[derive(Clone)]
+pub struct Dense {
+    /// `[out, in]`.
+    pub weight: Tensor,
+    /// `[out]`.
+    pub bias: Tensor,
+}
+
+/// The embedding tables and their layer norm.
+#[derive(Clone)]
+pub struct EmbeddingWeights {
+    /// `[vocab, hidden]`.
+    pub word: Tensor,
+    /// `[max_positions, hidden]`.
+    pub position: Tensor,
+    /// `[type_vocab, hidden]`: row 0 is the segment of a single sentence.
+    pub token_type: Tensor,
+    /// The layer norm after the sum of the three.
+    pub norm: Norm,
+}
+
+/// One encoder layer.
+#[derive(Clone)]
+pub struct LayerWeights {
+    /// Query projection.
+    pub query: Dense,
+    /// Key projection.
+    pub key: Dense,
+    /// Value projection.
+    pub value: Dense,
+    /// Attention output projection.
+    pub attention_out: Dense,
+    /// Layer norm after attention.
+    pub attention_norm: Norm,
+    /// Feed-forward up projection.
+    pub intermediate: Dense,
+    /// Feed-forward down projection.
+    pub output: Dense,
+    /// Layer norm after the feed-forward.
+    pub output_norm: Norm,
+}
+
+/// Every weight of a BERT encoder (float32).
+#[derive(Clone)]
+pub struct BertWeights {
+    /// The embeddings.
+    pub embeddings: EmbeddingWeights,
+    /// The encoder layers, in order.
+    pub layers: Vec<LayerWeights>,
+}
+
+/// The tensors of a file by name, taken one at a time with their shape checked.
+struct Named {
+    file: String,
+    tensors: HashMap<String, Tensor>,
+}
+
+impl Named {
+    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let tensor = self
+            .tensors
+            .remove(name)
+            .ok_or_else(|| ModelError::Files(format!("{}: no tensor named {name:?}", self.file)))?;
+        let want: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        if tensor.shape() != want.as_slice() || tensor.dtype() != DType::Float32 {
+            return Err(ModelError::Files(format!(
+                "{}: {name} is {} {:?}, the config asks for float32 {want:?}",
+                self.file,
+                tensor.dtype(),
+                tensor.shape()
+            )));
+        }
+        Ok(tensor)
+    }
+
+    fn dense(&mut self, prefix: &str, out: usize, input: usize) -> Result<Dense> {
+        Ok(Dense {
+            weight: self.take(&format!("{prefix}.weight"), &[out, input])?,
+            bias: self.take(&format!("{prefix}.bias"), &[out])?,
+        })
+    }
+
+    fn norm(&mut self, prefix: &str, hidden: usize) -> Result<Norm> {
+        Ok(Norm {
+            weight: self.take(&format!("{prefix}.weight"), &[hidden])?,
+            bias: self.take(&format!("{prefix}.bias"), &[hidden])?,
+        })
+    }
+}
+
+impl BertWeights {
+    /// Maps `path` (a safetensors file with Hugging Face `BertModel` names, with or without a
+    /// `bert.` prefix) and takes every weight the config's encoder needs, checking its shape.
+    pub fn load(path: &Path, config: &BertConfig) -> Result<BertWeights> {
+        if !path.is_file() {
+            return Err(ModelError::Files(format!("no weights file {}", path.display())));
+        }
+        let tensors = load(path)?
+            .into_iter()
+            .map(|t| (t.name.strip_prefix("bert.").unwrap_or(&t.name).to_string(), t.tensor))
+            .collect();
+        let mut named = Named { file: path.display().to_string(), tensors };
+        let (h, i) = (config.hidden_size, config.intermediate_size);
+        let type_rows = named
+            .tensors
+            .get("embeddings.token_type_embeddings.weight")
+            .and_then(|t| t.shape().first().copied())
+            .unwrap_or(1)
+            .max(1) as usize;
+        let embeddings = EmbeddingWeights {
+            word: named.take("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            position: named.take("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?,
+            token_type: named.take("embeddings.token_type_embeddings.weight", &[type_rows, h])?,
+            norm: named.norm("embeddings.LayerNorm", h)?,
+        };
+        let layers = (0..config.num_hidden_layers)
+            .map(|n| {
+                let p = format!("encoder.layer.{n}");
+                Ok(LayerWeights {
+                    query: named.dense(&format!("{p}.attention.self.query"), h, h)?,
+                    key: named.dense(&format!("{p}.attention.self.key"), h, h)?,
+                    value: named.dense(&format!("{p}.attention.self.value"), h, h)?,
+                    attention_out: named.dense(&format!("{p}.attention.output.dense"), h, h)?,
+                    attention_norm: named.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
+                    intermediate: named.dense(&format!("{p}.intermediate.dense"), i, h)?,
+                    output: named.dense(&format!("{p}.output.dense"), h, i)?,
+                    output_norm: named.norm(&format!("{p}.output.LayerNorm"), h)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BertWeights { embeddings, layers })
+    }
+
+    /// Weights in all (elements).
+    pub fn parameters(&self) -> u64 {
+        let dense = |d: &Dense| (d.weight.numel() + d.bias.numel()) as u64;
+        let norm = |n: &Norm| (n.weight.numel() + n.bias.numel()) as u64;
+        let e = &self.embeddings;
+        let tables = (e.word.numel() + e.position.numel() + e.token_type.numel()) as u64 + norm(&e.norm);
+        tables
+            + self
+                .layers
+                .iter()
+                .map(|l| {
+                    dense(&l.query)
+                        + dense(&l.key)
+                        + dense(&l.value)
+                        + dense(&l.attention_out)
+                        + norm(&l.attention_norm)
+                        + dense(&l.intermediate)
+                        + dense(&l.output)
+                        + norm(&l.output_norm)
+                })
+                .sum::<u64>()
+    }
+}

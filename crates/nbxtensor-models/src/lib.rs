@@ -1,0 +1,14 @@
+//! Models built from nbxtensor ops, outside the core: a BERT encoder ([`bert::Bert`]) loaded
+//! from Hugging Face safetensors by memory map, and sentence embeddings as sentence-transformers
+//! computes them ([`SentenceEmbedder`]: mean pooling over the attention mask, L2
+//! normalisation), run as traced, planned and captured programs — one verified replay per
+//! (batch, sequence) shape.
+
+pub mod bert;
+mod error;
+mod sentence;
+mod tokenize;
+
+pub use error::{ModelError, Result};
+pub use sentence::{BatchReport, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE};
+pub use tokenize::TextTokenizer;

@@ -1,0 +1,167 @@
+//! Sentence embeddings as sentence-transformers computes them (BERT, mean pooling over the
+//! attention mask, L2 normalisation), run as planned programs: each (batch, seq) shape is
+//! traced, planned, captured (verified byte for byte against an eager run) once, and its
+//! replay serves every later batch of that shape.
+
+mod batch;
+mod pooling;
+
+pub use batch::{SentenceBatch, PADDING_SCORE};
+pub use pooling::NORM_FLOOR;
+
+use crate::bert::Bert;
+use crate::error::{ModelError, Result};
+use crate::tokenize::TextTokenizer;
+use nbxtensor::program::{trace, Executable, Program, ProgramError, Replay};
+use nbxtensor::tensor::Tensor;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// The longest sequence sentence-transformers feeds all-MiniLM-L6-v2 (its `max_seq_length`),
+/// and the default when a model directory does not say.
+pub const MAX_TOKENS: usize = 256;
+
+/// What one batch took, for progress reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchReport {
+    /// Texts embedded so far, this batch included.
+    pub done: usize,
+    /// Texts in all.
+    pub total: usize,
+    /// The batch's padded shape, `(batch, seq)`.
+    pub shape: (usize, usize),
+    /// Seconds spent tracing, planning and capturing (0 when the shape's replay existed).
+    pub capture_seconds: f64,
+    /// Seconds the replay ran.
+    pub run_seconds: f64,
+}
+
+/// A sentence-embedding model: a BERT encoder, its tokenizer, and one verified replay per
+/// batch shape met so far.
+pub struct SentenceEmbedder {
+    bert: Bert,
+    tokenizer: TextTokenizer,
+    floor: Tensor,
+    replays: HashMap<(usize, usize), Replay>,
+}
+
+impl SentenceEmbedder {
+    /// Opens a sentence-transformers model directory: `config.json`, `model.safetensors`
+    /// (mapped), `tokenizer.json`, and `sentence_bert_config.json`'s `max_seq_length` when
+    /// present (else [`MAX_TOKENS`]), never past the model's positions.
+    pub fn open(dir: &Path) -> Result<SentenceEmbedder> {
+        let bert = Bert::open(dir)?;
+        let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
+        let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
+        let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?;
+        Ok(SentenceEmbedder { bert, tokenizer, floor, replays: HashMap::new() })
+    }
+
+    /// The encoder.
+    pub fn bert(&self) -> &Bert {
+        &self.bert
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &TextTokenizer {
+        &self.tokenizer
+    }
+
+    /// Width of an embedding.
+    pub fn dimension(&self) -> usize {
+        self.bert.config.hidden_size
+    }
+
+    /// The model as a function of the program's inputs (ids, additive mask, pooling weights):
+    /// `[b, hidden]` unit vectors. Runs eagerly on tensors, or traces into a program.
+    pub fn model(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
+        let [ids, mask, pool] = inputs else {
+            return Err(ProgramError::Invalid(format!("the model takes 3 inputs, got {}", inputs.len())));
+        };
+        let hidden = self.bert.forward(ids, mask)?;
+        Ok(vec![pooling::mean_normalized(&hidden, pool, &self.floor)?])
+    }
+
+    /// The traced program of a `batch` × `seq` batch (nothing runs).
+    pub fn program(&self, batch: usize, seq: usize) -> Result<Program> {
+        let zeros = SentenceBatch::zeros(batch, seq)?;
+        Ok(trace(&zeros.inputs().map(Tensor::clone), |t| self.model(t))?)
+    }
+
+    /// Shapes whose replay is ready.
+    pub fn captured_shapes(&self) -> Vec<(usize, usize)> {
+        let mut shapes: Vec<_> = self.replays.keys().copied().collect();
+        shapes.sort_unstable();
+        shapes
+    }
+
+    /// Embeds `batch` on its shape's replay, capturing it first when the shape is new;
+    /// returns the `[b, hidden]` embeddings and the seconds spent capturing.
+    pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<(Tensor, f64)> {
+        let shape = batch.shape();
+        let inputs = batch.inputs();
+        let mut capture_seconds = 0.0;
+        if !self.replays.contains_key(&shape) {
+            let start = Instant::now();
+            let program = self.program(shape.0, shape.1)?;
+            let plan = program.plan()?;
+            let replay = Executable::new(program, plan)?.capture(&inputs)?;
+            self.replays.insert(shape, replay);
+            capture_seconds = start.elapsed().as_secs_f64();
+        }
+        let mut outputs = self.replays[&shape].run(&inputs)?;
+        Ok((outputs.remove(0), capture_seconds))
+    }
+
+    /// Embeds `texts` (empty ones allowed) in batches of at most `batch_size`, texts of
+    /// similar length together (fewer padding tokens, repeated shapes); returns one unit
+    /// vector per text in the order given, and calls `report` after every batch.
+    pub fn embed(
+        &mut self,
+        texts: &[&str],
+        batch_size: usize,
+        mut report: impl FnMut(&BatchReport),
+    ) -> Result<Vec<Vec<f32>>> {
+        if batch_size == 0 {
+            return Err(ModelError::Files("the batch size must be at least 1".into()));
+        }
+        let ids = texts.iter().map(|t| self.tokenizer.ids(t)).collect::<Result<Vec<_>>>()?;
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| (ids[i].len(), i));
+        let mut embeddings = vec![Vec::new(); texts.len()];
+        let mut done = 0;
+        for chunk in order.chunks(batch_size) {
+            let lists: Vec<&[i64]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
+            let batch = SentenceBatch::new(&lists)?;
+            let start = Instant::now();
+            let (vectors, capture_seconds) = self.run_batch(&batch)?;
+            let run_seconds = start.elapsed().as_secs_f64() - capture_seconds;
+            let values = vectors.to_vec::<f32>()?;
+            for (row, &i) in chunk.iter().enumerate() {
+                embeddings[i] = values[row * self.dimension()..(row + 1) * self.dimension()].to_vec();
+            }
+            done += chunk.len();
+            report(&BatchReport { done, total: texts.len(), shape: batch.shape(), capture_seconds, run_seconds });
+        }
+        Ok(embeddings)
+    }
+}
+
+/// `max_seq_length` of `sentence_bert_config.json` in `dir`, when the file exists.
+fn max_seq_length(dir: &Path) -> Result<Option<usize>> {
+    let path = dir.join("sentence_bert_config.json");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ModelError::Files(format!("cannot read {}: {e}", path.display())))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| ModelError::Files(format!("{} is not JSON: {e}", path.display())))?;
+    match value.get("max_seq_length") {
+        None => Ok(None),
+        Some(n) => n.as_u64().filter(|&n| n >= 2).map(|n| Some(n as usize)).ok_or_else(|| {
+            ModelError::Files(format!("{}: max_seq_length {n} is not a length of at least 2", path.display()))
+        }),
+    }
+}
