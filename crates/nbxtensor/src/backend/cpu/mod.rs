@@ -1,7 +1,14 @@
 //! The CPU backend: kernels over host memory, multithreaded on the library's pool. Kernel
 //! families live one per file and register their ops in the table.
 
+mod binary;
+mod broadcast;
 pub mod buffers;
+mod cast;
+mod compare;
+mod flags;
+mod math;
+mod select;
 mod unary;
 
 use super::{Backend, CapabilityTable};
@@ -19,6 +26,10 @@ pub fn cpu() -> &'static CpuBackend {
     CPU.get_or_init(|| {
         let mut table = CapabilityTable::new("cpu");
         unary::register(&mut table);
+        binary::register(&mut table);
+        compare::register(&mut table);
+        select::register(&mut table);
+        cast::register(&mut table);
         CpuBackend { table }
     })
 }
