@@ -9,6 +9,9 @@ scalar is weak (``promotion.scalar_result``) and becomes a 0-d tensor of the res
 from nbxtensor._core import ops as _core
 from nbxtensor.dtype import promotion as _promotion
 
+from . import _reduce
+from ._reduce import *  # noqa: F401,F403 - reductions, softmax and norms live beside
+
 _INTEGRAL = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
@@ -227,3 +230,4 @@ __all__ = [
     "where",
     "masked_fill",
 ]
+__all__ += _reduce.__all__

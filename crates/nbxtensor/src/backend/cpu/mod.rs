@@ -8,7 +8,12 @@ mod cast;
 mod compare;
 mod flags;
 mod math;
+mod norm;
+mod reduce;
+mod reduce_loop;
+mod rows;
 mod select;
+mod softmax;
 mod unary;
 
 use super::{Backend, CapabilityTable};
@@ -30,6 +35,9 @@ pub fn cpu() -> &'static CpuBackend {
         compare::register(&mut table);
         select::register(&mut table);
         cast::register(&mut table);
+        reduce::register(&mut table);
+        softmax::register(&mut table);
+        norm::register(&mut table);
         CpuBackend { table }
     })
 }
