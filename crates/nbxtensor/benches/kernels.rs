@@ -9,7 +9,8 @@ use nbxtensor::tensor::Tensor;
 
 fn random(shape: &[i64], seed: u64) -> Tensor {
     let n = shape.iter().product::<i64>() as usize;
-    Tensor::from_vec(Generator::new(seed).normal_f32(n, 0.0, 1.0).expect("a small draw"), shape).expect("a small tensor")
+    Tensor::from_vec(Generator::new(seed).normal_f32(n, 0.0, 1.0).expect("a small draw"), shape)
+        .expect("a small tensor")
 }
 
 fn matmul(c: &mut Criterion) {
@@ -40,13 +41,17 @@ fn rows(c: &mut Criterion) {
     let axis = Attrs::new().with("axis", AttrValue::Int(-1));
     let eps = Attrs::new().with("eps", AttrValue::Float(1e-5));
     group.bench_function("softmax", |bench| bench.iter(|| ops::call("softmax", &axis, &[&x]).expect("softmax runs")));
-    group.bench_function("layer_norm", |bench| bench.iter(|| ops::call("layer_norm", &eps, &[&x, &w, &b]).expect("layer_norm runs")));
+    group.bench_function("layer_norm", |bench| {
+        bench.iter(|| ops::call("layer_norm", &eps, &[&x, &w, &b]).expect("layer_norm runs"))
+    });
     group.finish();
 }
 
 fn attention(c: &mut Criterion) {
     let (q, k, v) = (random(&[1, 12, 128, 32], 8), random(&[1, 12, 128, 32], 9), random(&[1, 12, 128, 32], 10));
-    c.bench_function("sdpa_f32_12x128x32", |bench| bench.iter(|| ops::call("sdpa", &Attrs::new(), &[&q, &k, &v]).expect("sdpa runs")));
+    c.bench_function("sdpa_f32_12x128x32", |bench| {
+        bench.iter(|| ops::call("sdpa", &Attrs::new(), &[&q, &k, &v]).expect("sdpa runs"))
+    });
 }
 
 criterion_group!(benches, matmul, elementwise, rows, attention);

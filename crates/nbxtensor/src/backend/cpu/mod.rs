@@ -2,12 +2,24 @@
 //! families live one per file and register their ops in the table.
 
 mod attention;
+mod binary;
+mod broadcast;
 pub mod buffers;
+mod cast;
+mod compare;
 mod copy;
+mod flags;
 mod gather;
+mod math;
 mod matmul;
+mod norm;
 mod quant;
+mod reduce;
+mod reduce_loop;
 mod rope;
+mod rows;
+mod select;
+mod softmax;
 mod unary;
 mod widen;
 
@@ -32,6 +44,13 @@ pub fn cpu() -> &'static CpuBackend {
         rope::register(&mut table);
         attention::register(&mut table);
         quant::register(&mut table);
+        binary::register(&mut table);
+        compare::register(&mut table);
+        select::register(&mut table);
+        cast::register(&mut table);
+        reduce::register(&mut table);
+        softmax::register(&mut table);
+        norm::register(&mut table);
         CpuBackend { table }
     })
 }

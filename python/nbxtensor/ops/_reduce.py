@@ -1,0 +1,64 @@
+"""Reductions along axes, softmax and norms (typed wrappers over ``call``)."""
+
+from nbxtensor._core import ops as _core
+from nbxtensor.dtype import promotion as _promotion
+
+
+def _reduce(op, x, axes, keepdim):
+    attrs = {"keepdim": bool(keepdim)}
+    if axes is not None:
+        attrs["axes"] = [axes] if isinstance(axes, int) else list(axes)
+    return _core.call(op, [x], attrs)[0]
+
+
+def sum(x, axes=None, keepdim=False):  # noqa: A001 - the op's name
+    """The sum over ``axes`` (an int or ints, negatives from the end; None: all). Floats sum
+    in float64 and round once; signed integers sum to int64, unsigned to uint64 (wrapping)."""
+    return _reduce("sum", x, axes, keepdim)
+
+
+def mean(x, axes=None, keepdim=False):
+    """The mean over ``axes`` (float64 accumulation); integers are read as float32."""
+    wanted = _promotion.float_math_input(x.dtype)
+    if x.dtype != wanted:
+        x = _core.call("cast", [x], {"dtype": wanted})[0]
+    return _reduce("mean", x, axes, keepdim)
+
+
+def max(x, axes=None, keepdim=False):  # noqa: A001 - the op's name
+    """The maximum over ``axes``; NaN when one is NaN; no elements is refused."""
+    return _reduce("max", x, axes, keepdim)
+
+
+def min(x, axes=None, keepdim=False):  # noqa: A001 - the op's name
+    """The minimum over ``axes``; NaN when one is NaN; no elements is refused."""
+    return _reduce("min", x, axes, keepdim)
+
+
+def argmax(x, axis=-1, keepdim=False):
+    """The int64 index of the first maximum along ``axis`` (a NaN counts as the maximum)."""
+    return _core.call("argmax", [x], {"axis": int(axis), "keepdim": bool(keepdim)})[0]
+
+
+def softmax(x, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) along ``axis`` (float dtypes)."""
+    return _core.call("softmax", [x], {"axis": int(axis)})[0]
+
+
+def log_softmax(x, axis=-1):
+    """x - max - log(sum(exp(x - max))) along ``axis`` (float dtypes)."""
+    return _core.call("log_softmax", [x], {"axis": int(axis)})[0]
+
+
+def layer_norm(x, weight, bias, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dim (biased variance);
+    weight and bias have the last dim's extent and x's dtype."""
+    return _core.call("layer_norm", [x, weight, bias], {"eps": float(eps)})[0]
+
+
+def rms_norm(x, weight, eps=1e-6):
+    """x / sqrt(mean(x^2) + eps) * weight over the last dim."""
+    return _core.call("rms_norm", [x, weight], {"eps": float(eps)})[0]
+
+
+__all__ = ["sum", "mean", "max", "min", "argmax", "softmax", "log_softmax", "layer_norm", "rms_norm"]
