@@ -24,7 +24,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let program = model.program(o.batch, seq).map_err(|e| e.to_string())?;
     let plan = program.plan().map_err(|e| e.to_string())?;
     let parameters = model.bert().weights.parameters();
-    let weight_bytes = parameters * 4;
+    let weight_bytes = model.bert().weights.bytes().map_err(|e| e.to_string())?;
     let arena = plan.arena_bytes();
     let allocated = host_allocator().footprint(arena as usize) as u64;
     let bound = plan.plan.lower_bound;

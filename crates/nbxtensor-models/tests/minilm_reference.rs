@@ -78,7 +78,8 @@ fn embeddings_match_sentence_transformers_batched_alone_and_reordered() {
     let mut mixed: Vec<&str> = texts.iter().rev().copied().collect();
     mixed.insert(1, "");
     let out = model.embed(&mixed, 2, |_| {}).unwrap();
-    let unreversed: Vec<Vec<f32>> = out.iter().enumerate().filter(|&(i, _)| i != 1).map(|(_, v)| v.clone()).rev().collect();
+    let unreversed: Vec<Vec<f32>> =
+        out.iter().enumerate().filter(|&(i, _)| i != 1).map(|(_, v)| v.clone()).rev().collect();
     assert_matches("reversed, batches of 2, an empty string among them", &unreversed, &r);
     let empty_norm: f32 = out[1].iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!((empty_norm - 1.0).abs() < 1e-5, "the empty string's embedding has norm {empty_norm}");

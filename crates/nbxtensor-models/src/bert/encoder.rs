@@ -77,10 +77,8 @@ impl Bert {
             let q = split(dense(&x, &layer.query)?)?;
             let k = split(dense(&x, &layer.key)?)?;
             let v = split(dense(&x, &layer.value)?)?;
-            let context = op("sdpa", &Attrs::new(), &[&q, &k, &v, mask])?
-                .permute(&[0, 2, 1, 3])?
-                .contiguous()?
-                .reshape(&[batch, seq, hidden])?;
+            let heads_last = op("sdpa", &Attrs::new(), &[&q, &k, &v, mask])?.permute(&[0, 2, 1, 3])?;
+            let context = op("copy", &Attrs::new(), &[&heads_last])?.reshape(&[batch, seq, hidden])?;
             let attended = op("add", &Attrs::new(), &[&x, &dense(&context, &layer.attention_out)?])?;
             x = self.norm(&attended, &layer.attention_norm)?;
             let up = op("gelu", &Attrs::new(), &[&dense(&x, &layer.intermediate)?])?;

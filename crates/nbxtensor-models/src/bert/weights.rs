@@ -152,26 +152,31 @@ impl BertWeights {
         Ok(BertWeights { embeddings, layers })
     }
 
+    /// Every weight tensor, the embeddings first, then each layer's.
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        let e = &self.embeddings;
+        let mut all = vec![&e.word, &e.position, &e.token_type, &e.norm.weight, &e.norm.bias];
+        for l in &self.layers {
+            for d in [&l.query, &l.key, &l.value, &l.attention_out, &l.intermediate, &l.output] {
+                all.extend([&d.weight, &d.bias]);
+            }
+            for n in [&l.attention_norm, &l.output_norm] {
+                all.extend([&n.weight, &n.bias]);
+            }
+        }
+        all
+    }
+
     /// Weights in all (elements).
     pub fn parameters(&self) -> u64 {
-        let dense = |d: &Dense| (d.weight.numel() + d.bias.numel()) as u64;
-        let norm = |n: &Norm| (n.weight.numel() + n.bias.numel()) as u64;
-        let e = &self.embeddings;
-        let tables = (e.word.numel() + e.position.numel() + e.token_type.numel()) as u64 + norm(&e.norm);
-        tables
-            + self
-                .layers
-                .iter()
-                .map(|l| {
-                    dense(&l.query)
-                        + dense(&l.key)
-                        + dense(&l.value)
-                        + dense(&l.attention_out)
-                        + norm(&l.attention_norm)
-                        + dense(&l.intermediate)
-                        + dense(&l.output)
-                        + norm(&l.output_norm)
-                })
-                .sum::<u64>()
+        self.tensors().iter().map(|t| t.numel() as u64).sum()
+    }
+
+    /// Bytes of the weights (each tensor's elements times its dtype's width).
+    pub fn bytes(&self) -> Result<u64> {
+        self.tensors()
+            .iter()
+            .map(|t| Ok(t.numel() as u64 * t.dtype().itemsize().map_err(nbxtensor::Error::from)? as u64))
+            .sum()
     }
 }
