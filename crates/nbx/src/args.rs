@@ -120,7 +120,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                     .ok_or_else(|| format!("--device-file takes VENDOR/NAME (e.g. nvidia/h100), got {value:?}"))?;
                 o.device_file = Some((vendor.to_string(), name.to_string()));
             }
-            _ => unreachable!("every known option is matched above"),
+            other => return Err(format!("nbx {command} does not take {other:?}")),
         }
     }
     o.model = model.ok_or_else(|| format!("nbx {command} needs --model DIR"))?;
