@@ -10,5 +10,7 @@ mod sentence;
 mod tokenize;
 
 pub use error::{ModelError, Result};
-pub use sentence::{BatchReport, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE};
+pub use sentence::{
+    BatchReport, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE, REPLAY_BUDGET,
+};
 pub use tokenize::TextTokenizer;

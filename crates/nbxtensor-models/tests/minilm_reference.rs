@@ -103,6 +103,13 @@ fn a_repeated_shape_reuses_its_verified_replay() {
     let again = model.embed(&texts, 2, |b| recaptures += usize::from(b.capture_seconds > 0.0)).unwrap();
     assert_eq!((recaptures, model.captured_shapes()), (0, shapes));
     assert_eq!(first, again, "a replay gives the bytes of its capture");
+
+    // With no budget for kept replays, only the one in use stays: each new shape is captured.
+    model.set_replay_budget(0);
+    assert!(model.captured_shapes().len() <= 1);
+    let tight = model.embed(&texts, 2, |_| {}).unwrap();
+    assert_eq!(model.captured_shapes().len(), 1);
+    assert_eq!(tight, first);
 }
 
 #[test]

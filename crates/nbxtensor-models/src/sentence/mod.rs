@@ -22,6 +22,10 @@ use std::time::Instant;
 /// and the default when a model directory does not say.
 pub const MAX_TOKENS: usize = 256;
 
+/// The arena bytes the kept replays may hold together, by default: past it, the least recently
+/// used ones are dropped (texts are batched by length, so an old shape seldom comes back).
+pub const REPLAY_BUDGET: usize = 512 << 20;
+
 /// What one batch took, for progress reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchReport {
@@ -38,13 +42,15 @@ pub struct BatchReport {
 }
 
 /// A sentence-embedding model: a BERT encoder, its tokenizer, and one verified replay per
-/// batch shape met so far.
+/// batch shape met so far (the most recently used ones, within a budget of arena bytes).
 pub struct SentenceEmbedder {
     bert: Bert,
     tokenizer: TextTokenizer,
     floor: Tensor,
     pad_multiple: usize,
-    replays: HashMap<(usize, usize), Replay>,
+    replay_budget: usize,
+    clock: u64,
+    replays: HashMap<(usize, usize), (Replay, u64)>,
 }
 
 impl SentenceEmbedder {
@@ -56,7 +62,15 @@ impl SentenceEmbedder {
         let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
         let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
         let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?;
-        Ok(SentenceEmbedder { bert, tokenizer, floor, pad_multiple: 1, replays: HashMap::new() })
+        Ok(SentenceEmbedder {
+            bert,
+            tokenizer,
+            floor,
+            pad_multiple: 1,
+            replay_budget: REPLAY_BUDGET,
+            clock: 0,
+            replays: HashMap::new(),
+        })
     }
 
     /// Pads every batch to a multiple of `multiple` tokens (at least 1; 1, the default, pads
@@ -69,6 +83,25 @@ impl SentenceEmbedder {
         }
         self.pad_multiple = multiple;
         Ok(())
+    }
+
+    /// Keeps replays whose arenas hold at most `bytes` together (the one in use always stays),
+    /// dropping the least recently used first; [`REPLAY_BUDGET`] by default.
+    pub fn set_replay_budget(&mut self, bytes: usize) {
+        self.replay_budget = bytes;
+        self.evict(0);
+    }
+
+    /// Drops the least recently used replays until the kept ones and `incoming` more arena
+    /// bytes fit the budget.
+    fn evict(&mut self, incoming: usize) {
+        let held = |r: &HashMap<(usize, usize), (Replay, u64)>| {
+            r.values().map(|(replay, _)| replay.executable().arena_bytes()).sum::<usize>()
+        };
+        while !self.replays.is_empty() && held(&self.replays) + incoming > self.replay_budget {
+            let oldest = self.replays.iter().min_by_key(|(_, (_, used))| *used).map(|(shape, _)| *shape);
+            oldest.map(|shape| self.replays.remove(&shape));
+        }
     }
 
     /// The encoder.
@@ -102,7 +135,7 @@ impl SentenceEmbedder {
         Ok(trace(&zeros.inputs().map(Tensor::clone), |t| self.model(t))?)
     }
 
-    /// Shapes whose replay is ready.
+    /// Shapes whose replay is kept, ready.
     pub fn captured_shapes(&self) -> Vec<(usize, usize)> {
         let mut shapes: Vec<_> = self.replays.keys().copied().collect();
         shapes.sort_unstable();
@@ -115,15 +148,22 @@ impl SentenceEmbedder {
         let shape = batch.shape();
         let inputs = batch.inputs();
         let mut capture_seconds = 0.0;
-        if !self.replays.contains_key(&shape) {
-            let start = Instant::now();
-            let program = self.program(shape.0, shape.1)?;
-            let plan = program.plan()?;
-            let replay = Executable::new(program, plan)?.capture(&inputs)?;
-            self.replays.insert(shape, replay);
-            capture_seconds = start.elapsed().as_secs_f64();
-        }
-        let mut outputs = self.replays[&shape].run(&inputs)?;
+        let (replay, _) = match self.replays.remove(&shape) {
+            Some(kept) => kept,
+            None => {
+                let start = Instant::now();
+                let program = self.program(shape.0, shape.1)?;
+                let plan = program.plan()?;
+                self.evict(plan.arena_bytes() as usize);
+                let replay = Executable::new(program, plan)?.capture(&inputs)?;
+                capture_seconds = start.elapsed().as_secs_f64();
+                (replay, 0)
+            }
+        };
+        let outputs = replay.run(&inputs);
+        self.clock += 1;
+        self.replays.insert(shape, (replay, self.clock));
+        let mut outputs = outputs?;
         Ok((outputs.remove(0), capture_seconds))
     }
 
