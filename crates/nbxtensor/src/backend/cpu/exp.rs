@@ -17,19 +17,23 @@ const HIGHEST: f32 = 88.722_83;
 /// e^x in float32, written so that loops over slices vectorize.
 #[inline(always)]
 pub fn exp_f32(input: f32) -> f32 {
-    if input > HIGHEST {
-        return f32::INFINITY;
-    }
-    let x = input.max(LOWEST);
+    // branch-free (selects, no early return), so loops over slices vectorize
+    let x = input.clamp(LOWEST, HIGHEST);
     let k = (x * LOG2_E + ROUNDER) - ROUNDER;
     let r = (x - k * LN2_HIGH) - k * LN2_LOW;
-    let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
     // 2^(k-1), doubled after the product, so that k = 128 (results near float32's max) fits
     let scale = f32::from_bits(((k as i32 + 126) as u32) << 23);
+    let value = p * scale * 2.0;
+    let value = if input > HIGHEST { f32::INFINITY } else { value };
     if input.is_nan() {
-        return input;
+        input
+    } else {
+        value
     }
-    p * scale * 2.0
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! exponentials accumulates in float64. The input is seen as `(A, R, B)` with the axis as R;
 //! each `a` slab is one task.
 
-use super::buffers::{read, write};
+use super::buffers::{read, with_simd, write};
 use super::exp::exp_f32;
 use super::math::{Real, Stored, REALS};
 use super::rows::par_rows;
@@ -55,7 +55,7 @@ impl Softmax {
             let (x, out) = (cast_f32(&x), cast_f32_mut(out));
             par_rows(out, r, |first, rows| {
                 for (row, y) in rows.chunks_mut(r).enumerate() {
-                    last_axis_row(&x[(first + row) * r..][..r], y, log);
+                    with_simd(|| last_axis_row(&x[(first + row) * r..][..r], y, log));
                 }
             });
             return Ok(());
@@ -102,6 +102,7 @@ const LANES: usize = 16;
 
 /// Softmax (or log-softmax) of one contiguous float32 row: the max, one exponential per
 /// element written to `y`, the sum in float64 lanes, then one scaling pass.
+#[inline(always)]
 fn last_axis_row(x: &[f32], y: &mut [f32], log: bool) {
     let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
     let mut lanes = [0.0f64; LANES];
