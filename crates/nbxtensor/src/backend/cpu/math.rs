@@ -50,6 +50,30 @@ pub trait Real:
     fn is_nan(self) -> bool;
 }
 
+/// e^x: float32 by the vectorizable `exp_f32` (2 ulp), float64 by the standard library.
+trait Exponential {
+    fn exponential(self) -> Self;
+}
+
+impl Exponential for f32 {
+    #[inline(always)]
+    fn exponential(self) -> f32 {
+        super::exp::exp_f32(self)
+    }
+}
+
+impl Exponential for f64 {
+    #[inline(always)]
+    fn exponential(self) -> f64 {
+        f64::exp(self)
+    }
+}
+
+#[inline(always)]
+fn exponential<T: Exponential>(x: T) -> T {
+    x.exponential()
+}
+
 macro_rules! real {
     ($t:ty, $erf:path) => {
         impl Real for $t {
@@ -65,7 +89,7 @@ macro_rules! real {
             }
             #[inline(always)]
             fn exp(self) -> $t {
-                <$t>::exp(self)
+                exponential(self)
             }
             #[inline(always)]
             fn ln(self) -> $t {

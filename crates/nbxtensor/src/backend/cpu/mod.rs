@@ -8,6 +8,7 @@ pub mod buffers;
 mod cast;
 mod compare;
 mod copy;
+mod exp;
 mod flags;
 mod gather;
 mod math;

@@ -3,7 +3,8 @@
 //! exponentials accumulates in float64. The input is seen as `(A, R, B)` with the axis as R;
 //! each `a` slab is one task.
 
-use super::buffers::{read, write};
+use super::buffers::{read, with_simd, write};
+use super::exp::exp_f32;
 use super::math::{Real, Stored, REALS};
 use super::rows::par_rows;
 use crate::backend::CapabilityTable;
@@ -49,6 +50,16 @@ impl Softmax {
         // SAFETY: the output is this launch's own buffer.
         let out = unsafe { write::<T>(&launch.outputs[0])? };
         let log = self.log;
+        if b == 1 && self.dtype == DType::Float32 {
+            // the last axis of float32: rows are contiguous; one vectorized exponential each
+            let (x, out) = (cast_f32(&x), cast_f32_mut(out));
+            par_rows(out, r, |first, rows| {
+                for (row, y) in rows.chunks_mut(r).enumerate() {
+                    with_simd(|| last_axis_row(&x[(first + row) * r..][..r], y, log));
+                }
+            });
+            return Ok(());
+        }
         par_rows(out, r * b, |first, slabs| {
             for (s, slab) in slabs.chunks_mut(r * b).enumerate() {
                 let base = (first + s) * r * b;
@@ -69,6 +80,56 @@ impl Softmax {
             }
         });
         Ok(())
+    }
+}
+
+/// The float32 view of a float32 kernel's input (the dtype was checked by dispatch).
+fn cast_f32<T: Stored>(x: &[T]) -> &[f32] {
+    assert_eq!(std::mem::size_of::<T>(), 4, "the float32 path runs on float32");
+    // SAFETY: T is f32 here (the kernel's dtype is float32): same size, alignment and bits.
+    unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) }
+}
+
+/// The float32 view of a float32 kernel's output.
+fn cast_f32_mut<T: Stored>(x: &mut [T]) -> &mut [f32] {
+    assert_eq!(std::mem::size_of::<T>(), 4, "the float32 path runs on float32");
+    // SAFETY: as in `cast_f32`.
+    unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), x.len()) }
+}
+
+/// Lanes of the row sums: a fixed order of additions, whatever the thread count.
+const LANES: usize = 16;
+
+/// Softmax (or log-softmax) of one contiguous float32 row: the max, one exponential per
+/// element written to `y`, the sum in float64 lanes, then one scaling pass.
+#[inline(always)]
+fn last_axis_row(x: &[f32], y: &mut [f32], log: bool) {
+    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    let mut lanes = [0.0f64; LANES];
+    let (body, tail) = (x.len() / LANES * LANES, x.len() % LANES);
+    for (xs, ys) in x[..body].chunks_exact(LANES).zip(y[..body].chunks_exact_mut(LANES)) {
+        for lane in 0..LANES {
+            let e = exp_f32(xs[lane] - max);
+            ys[lane] = e;
+            lanes[lane] += e as f64;
+        }
+    }
+    for i in 0..tail {
+        let e = exp_f32(x[body + i] - max);
+        y[body + i] = e;
+        lanes[i] += e as f64;
+    }
+    let sum: f64 = lanes.iter().sum();
+    if log {
+        let shift = max as f64 + sum.ln();
+        for (out, &v) in y.iter_mut().zip(x) {
+            *out = (v as f64 - shift) as f32;
+        }
+    } else {
+        let scale = (1.0 / sum) as f32;
+        for out in y.iter_mut() {
+            *out *= scale;
+        }
     }
 }
 
