@@ -58,10 +58,17 @@ pub fn run(o: &Options) -> Result<(), String> {
             let price = program.price(&peaks).map_err(|e| e.to_string())?;
             println!("predicted   {:.3} ms on {} (roofline of every launch)", price.seconds * 1e3, peaks.source);
         }
-        None => println!(
-            "predicted   no time: the CPU has no device file with peak rates yet \
-             (pass --device-file VENDOR/NAME, e.g. nvidia/h100, to price on one)"
-        ),
+        None => {
+            let peaks = Peaks::measure_host().map_err(|e| e.to_string())?;
+            let price = program.price(&peaks).map_err(|e| e.to_string())?;
+            println!(
+                "predicted   {:.3} ms on {} ({:.1} GFLOP/s matrix, {:.2} GB/s; --device-file VENDOR/NAME prices on a device file)",
+                price.seconds * 1e3,
+                peaks.source,
+                peaks.matrix.get("float32").copied().unwrap_or(0.0) / 1e9,
+                peaks.bandwidth / 1e9
+            );
+        }
     }
     if let Some(path) = &o.svg {
         let title = format!("all-MiniLM-L6-v2, batch {} x seq {}", o.batch, seq);

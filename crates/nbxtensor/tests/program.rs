@@ -81,6 +81,12 @@ fn programs_trace_plan_price_run_and_replay_verified() {
     }
     assert!(err.to_string().contains("launch 1 (drifting:fp32)"));
 
+    // the host's measured rates price a program on the CPU
+    let host = nbxtensor::program::Peaks::measure_host().unwrap();
+    assert!(host.bandwidth > 0.0 && host.matrix["float32"] > 0.0 && host.vector["bfloat16"] > 0.0);
+    assert!(program.price(&host).unwrap().seconds > 0.0);
+    assert_eq!(nbxtensor::program::Peaks::measure_host().unwrap(), host, "measured once per process");
+
     // a traced tensor has no data to read
     let refused =
         program::trace(&[x.clone()], |t| Ok(vec![Tensor::from_bytes(DType::Float32, &[3, 4], &t[0].to_bytes()?)?]));

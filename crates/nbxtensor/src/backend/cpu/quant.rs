@@ -271,6 +271,10 @@ impl Weights<'_> {
 }
 
 impl Kernel for MatmulInt4 {
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
     fn key(&self) -> String {
         format!("matmul_int4:{}:{}", self.dtype.launch_key(), DType::Int4G128Asym.launch_key())
     }

@@ -248,6 +248,10 @@ impl Product {
 }
 
 impl Kernel for Product {
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
     fn key(&self) -> String {
         let mut key = format!("{}:{}", self.op, self.dtype.launch_key());
         if self.transpose_a {
