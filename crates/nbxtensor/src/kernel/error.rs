@@ -17,6 +17,9 @@ pub enum KernelError {
         /// The backend.
         backend: String,
     },
+    /// A device call failed (a driver, compiler or library error, named with its call).
+    #[error("{0}")]
+    Device(String),
     /// From the tensor layer (making or reading buffers).
     #[error(transparent)]
     Tensor(#[from] crate::tensor::TensorError),

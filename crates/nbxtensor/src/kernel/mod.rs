@@ -11,7 +11,9 @@ pub use attrs::{AttrValue, Attrs};
 pub use cost::{Cost, Lifetime, TensorMeta};
 pub use error::KernelError;
 
+use crate::memory::Device;
 use crate::tensor::Tensor;
+use std::marker::PhantomData;
 
 /// A result of the kernel layer.
 pub type Result<T, E = KernelError> = std::result::Result<T, E>;
@@ -24,8 +26,70 @@ pub struct Launch<'a> {
     pub inputs: &'a [Tensor],
     /// The outputs, contiguous, as declared.
     pub outputs: &'a [Tensor],
-    /// Scratch bytes for this launch only.
-    pub workspace: &'a mut [u8],
+    /// Scratch bytes for this launch only, on the launch's device.
+    pub workspace: Workspace<'a>,
+}
+
+/// The workspace of one launch: the declared bytes, on the device the kernel runs on, live
+/// only during the launch.
+pub struct Workspace<'a> {
+    ptr: *mut u8,
+    len: usize,
+    device: Device,
+    _bytes: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Workspace<'a> {
+    /// Host bytes as a workspace.
+    pub fn host(bytes: &'a mut [u8]) -> Workspace<'a> {
+        Workspace { ptr: bytes.as_mut_ptr(), len: bytes.len(), device: Device::CPU, _bytes: PhantomData }
+    }
+
+    /// `len` bytes at `ptr` on `device` (a device address on a GPU).
+    ///
+    /// # Safety
+    /// The range must be valid for reads and writes on `device`, and used by nothing else,
+    /// for `'a`.
+    pub unsafe fn from_raw(ptr: *mut u8, len: usize, device: Device) -> Workspace<'a> {
+        Workspace { ptr, len, device, _bytes: PhantomData }
+    }
+
+    /// The same bytes, borrowed for a shorter time.
+    pub fn reborrow(&mut self) -> Workspace<'_> {
+        Workspace { ptr: self.ptr, len: self.len, device: self.device, _bytes: PhantomData }
+    }
+
+    /// The workspace's size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device the bytes live on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The device address of the first byte (for a GPU kernel's parameters).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    /// The bytes, on the host; refused (naming `op`) when they live on a device.
+    pub fn into_host(self, op: &str) -> Result<&'a mut [u8]> {
+        if self.device != Device::CPU {
+            return Err(KernelError::Invalid(format!("{op}: a host kernel was given a workspace on {}", self.device)));
+        }
+        if self.len == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: host bytes borrowed for 'a (the constructors' contract).
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
 }
 
 /// A kernel bound to its attributes (axis, eps, …): it declares its cost for given inputs,

@@ -1,11 +1,20 @@
-//! The arena of a planned program: one block, and regions at offsets a planner chose.
+//! The arena of a planned program: one block on one device, and regions at offsets a planner
+//! chose.
 
-use super::{host_allocator, Allocator, HostBlock, MemoryError};
+use super::cuda::{cuda_allocator, CudaBlock};
+use super::{host_allocator, Allocator, Device, DeviceKind, HostBlock, MemoryError};
 use std::sync::Arc;
 
-/// One host block holding every buffer of a planned program at its planned offset.
+/// The one block of an arena.
+enum Block {
+    Host(HostBlock),
+    Cuda(CudaBlock),
+}
+
+/// One block holding every buffer of a planned program at its planned offset.
 pub struct Arena {
-    block: HostBlock,
+    block: Block,
+    device: Device,
 }
 
 /// A byte range of an arena; keeps the arena alive.
@@ -28,17 +37,43 @@ impl Arena {
     /// # Ok::<(), nbxtensor::memory::MemoryError>(())
     /// ```
     pub fn new(bytes: usize) -> Result<Arc<Arena>, MemoryError> {
-        Ok(Arc::new(Arena { block: host_allocator().alloc(bytes)? }))
+        Arena::on(Device::CPU, bytes)
+    }
+
+    /// An arena of `bytes` on `device`: one allocation, exact on a GPU (not pooled), counted
+    /// against the limit.
+    pub fn on(device: Device, bytes: usize) -> Result<Arc<Arena>, MemoryError> {
+        let block = match device.kind {
+            DeviceKind::Cpu => Block::Host(host_allocator().alloc(bytes)?),
+            DeviceKind::Cuda => Block::Cuda(cuda_allocator(device.index)?.alloc_exact(bytes)?),
+        };
+        Ok(Arc::new(Arena { block, device }))
     }
 
     /// The arena's size in bytes.
     pub fn len(&self) -> usize {
-        self.block.len()
+        match &self.block {
+            Block::Host(block) => block.len(),
+            Block::Cuda(block) => block.len(),
+        }
     }
 
     /// Whether the arena holds no byte.
     pub fn is_empty(&self) -> bool {
-        self.block.is_empty()
+        self.len() == 0
+    }
+
+    /// The device the arena lives on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The first byte (a device address on a GPU).
+    fn base(&self) -> *mut u8 {
+        match &self.block {
+            Block::Host(block) => block.as_ptr(),
+            Block::Cuda(block) => block.device_ptr() as *mut u8,
+        }
     }
 
     /// The region `offset..offset + len`, refused outside the arena.
@@ -69,9 +104,14 @@ impl Region {
         self.len == 0
     }
 
-    /// The region's first byte.
+    /// The device the region lives on.
+    pub fn device(&self) -> Device {
+        self.arena.device
+    }
+
+    /// The region's first byte (a device address on a GPU).
     pub fn as_ptr(&self) -> *mut u8 {
-        // SAFETY: offset <= arena length, checked when the region was made.
-        unsafe { self.arena.block.as_ptr().add(self.offset) }
+        // offset <= arena length, checked when the region was made
+        self.arena.base().wrapping_add(self.offset)
     }
 }

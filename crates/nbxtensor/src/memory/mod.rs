@@ -8,6 +8,7 @@
 
 mod allocator;
 mod arena;
+pub mod cuda;
 mod device;
 mod error;
 mod host;

@@ -14,9 +14,10 @@
 //! # Ok::<(), nbxtensor::kernel::KernelError>(())
 //! ```
 
-use crate::backend::{cpu::cpu, Backend};
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta};
-use crate::memory::{host_allocator, Allocator};
+use crate::backend::for_device;
+use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta, Workspace};
+use crate::memory::cuda::cuda_allocator;
+use crate::memory::{host_allocator, Allocator, Device, DeviceKind};
 use crate::settings::launch_observer;
 use crate::tensor::{Storage, Tensor, TensorError};
 use std::cell::RefCell;
@@ -58,9 +59,11 @@ pub fn finish_recording() -> Vec<Recorded> {
     RECORDING.with(|r| r.borrow_mut().take()).unwrap_or_default()
 }
 
-/// Calls `op` with `attrs` on `inputs` on the CPU backend; returns the outputs.
+/// Calls `op` with `attrs` on `inputs` on the backend of the inputs' device; returns the
+/// outputs (on that device).
 pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
-    let backend = cpu();
+    let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
+    let backend = for_device(device)?;
     if let Some(other) = inputs.iter().find(|t| t.device() != backend.device()) {
         return Err(KernelError::Invalid(format!(
             "{op}: an input lives on {}, the {} backend runs on {}",
@@ -80,12 +83,13 @@ pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, 
 /// Launches a kernel object on `inputs` (declared, allocated, run — or recorded, when a
 /// trace or a dry run is on): the path every op call takes, open to kernels of one's own.
 pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
     let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let cost = kernel.declare(&metas)?;
     let recording = RECORDING.with(|r| r.borrow().is_some());
     let observer = launch_observer::launch_observer().filter(|o| o.active());
     if recording || observer.is_some() {
-        let outputs = cost.outputs.iter().map(symbolic).collect::<Result<Vec<_>, _>>()?;
+        let outputs = cost.outputs.iter().map(|m| symbolic(m, device)).collect::<Result<Vec<_>, _>>()?;
         if let Some(observer) = observer {
             observer.record(false, &kernel.key());
         }
@@ -102,16 +106,38 @@ pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<T
             kernel.key()
         )));
     }
-    let outputs = cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
-    let mut workspace = host_allocator().alloc(cost.workspace as usize).map_err(TensorError::from)?;
+    let outputs =
+        cost.outputs.iter().map(|m| Tensor::for_output(device, m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
     let inputs: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
-    kernel.launch(Launch { inputs: &inputs, outputs: &outputs, workspace: workspace.as_mut_slice() })?;
+    with_workspace(device, cost.workspace as usize, |workspace| {
+        kernel.launch(Launch { inputs: &inputs, outputs: &outputs, workspace })
+    })?;
     Ok(outputs)
 }
 
-/// A contiguous symbolic tensor of a declared output.
-fn symbolic(meta: &TensorMeta) -> Result<Tensor, KernelError> {
+/// Runs `f` with a fresh workspace of `bytes` on `device`, freed after (on a GPU, the stream
+/// orders its reuse after the launch).
+pub fn with_workspace<T>(
+    device: Device,
+    bytes: usize,
+    f: impl FnOnce(Workspace<'_>) -> Result<T, KernelError>,
+) -> Result<T, KernelError> {
+    match device.kind {
+        DeviceKind::Cpu => {
+            let mut block = host_allocator().alloc(bytes).map_err(TensorError::from)?;
+            f(Workspace::host(block.as_mut_slice()))
+        }
+        DeviceKind::Cuda => {
+            let block = cuda_allocator(device.index).and_then(|a| a.alloc(bytes)).map_err(TensorError::from)?;
+            // SAFETY: the block is this launch's alone while f runs.
+            f(unsafe { Workspace::from_raw(block.device_ptr() as *mut u8, bytes, device) })
+        }
+    }
+}
+
+/// A contiguous symbolic tensor of a declared output, on `device`.
+fn symbolic(meta: &TensorMeta, device: Device) -> Result<Tensor, KernelError> {
     let strides = crate::shape::contiguous_strides(&meta.shape).map_err(|e| KernelError::Invalid(e.to_string()))?;
-    let storage = Storage::symbolic(meta.bytes()? as usize, crate::memory::Device::CPU);
+    let storage = Storage::symbolic(meta.bytes()? as usize, device);
     Ok(Tensor::from_storage(Arc::new(storage), meta.dtype, &meta.shape, &strides, 0)?)
 }

@@ -3,7 +3,7 @@
 
 use super::{Executable, ProgramError, Result, Source};
 use crate::kernel::Launch;
-use crate::memory::{host_allocator, Allocator};
+use crate::ops::with_workspace;
 use crate::tensor::Tensor;
 
 /// A captured program whose first replay matched the eager run byte for byte: replaying it
@@ -60,10 +60,16 @@ impl Executable {
                     Ok(Tensor::from_storage(storage, operand.dtype, &operand.shape, &operand.strides, operand.offset)?)
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let outputs =
-                step.cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
-            let mut workspace = host_allocator().alloc(step.cost.workspace as usize)?;
-            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: workspace.as_mut_slice() })?;
+            let device = self.arena.device();
+            let outputs = step
+                .cost
+                .outputs
+                .iter()
+                .map(|m| Tensor::for_output(device, m.dtype, &m.shape))
+                .collect::<Result<Vec<_>, _>>()?;
+            with_workspace(device, step.cost.workspace as usize, |workspace| {
+                step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace })
+            })?;
             eager.push(outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?);
             for (&id, tensor) in step.outputs.iter().zip(outputs) {
                 values[id] = Some(tensor);

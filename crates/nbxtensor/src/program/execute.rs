@@ -1,7 +1,7 @@
 //! Executing a planned program: one arena, then launches over planned addresses.
 
 use super::{Program, ProgramError, ProgramPlan, Result, Source};
-use crate::kernel::Launch;
+use crate::kernel::{Launch, Workspace};
 use crate::memory::{Arena, Region};
 use crate::tensor::{Storage, Tensor};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ impl Executable {
     /// Allocates the plan's arena (one allocation, counted against the memory limit) and binds
     /// every launch's inputs, outputs and workspace to it.
     pub fn new(program: Program, plan: ProgramPlan) -> Result<Executable> {
-        let arena = Arena::new(plan.arena_bytes() as usize)?;
+        let arena = Arena::on(program.device, plan.arena_bytes() as usize)?;
         let buffers = program
             .buffers
             .iter()
@@ -98,10 +98,9 @@ impl Executable {
                     given.shape()
                 )));
             }
-            let bytes = given.to_bytes()?;
-            // SAFETY: the slot is this executable's own buffer of exactly these bytes, and no
-            // launch runs while inputs are loaded.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.data_ptr(), bytes.len()) };
+            // SAFETY: the slot is this executable's own buffer, and no launch runs while
+            // inputs are loaded (on a GPU the copy is ordered on the launches' stream).
+            unsafe { given.write_into(slot)? };
         }
         Ok(())
     }
@@ -110,7 +109,8 @@ impl Executable {
     pub(super) fn launch(&self, index: usize) -> Result<()> {
         let bound = &self.steps[index];
         // SAFETY: the workspace region belongs to this launch alone for its duration.
-        let workspace = unsafe { std::slice::from_raw_parts_mut(bound.workspace.as_ptr(), bound.workspace.len()) };
+        let workspace =
+            unsafe { Workspace::from_raw(bound.workspace.as_ptr(), bound.workspace.len(), bound.workspace.device()) };
         self.program.steps[index].kernel.launch(Launch {
             inputs: &bound.inputs,
             outputs: &bound.outputs,
@@ -121,11 +121,7 @@ impl Executable {
 
     /// Copies of the program's outputs.
     pub(super) fn copy_outputs(&self) -> Result<Vec<Tensor>> {
-        Ok(self
-            .outputs
-            .iter()
-            .map(|t| t.contiguous().and_then(|c| Tensor::from_bytes(c.dtype(), c.shape(), &c.to_bytes()?)))
-            .collect::<Result<_, _>>()?)
+        Ok(self.outputs.iter().map(Tensor::fresh_copy).collect::<Result<_, _>>()?)
     }
 
     /// Runs the program on `inputs` (the traced dtypes and shapes): copies them in, launches

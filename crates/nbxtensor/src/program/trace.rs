@@ -71,6 +71,8 @@ pub struct Program {
     pub inputs: Vec<BufferId>,
     /// What the model function returned.
     pub outputs: Vec<Operand>,
+    /// The device every buffer lives on (the inputs' device).
+    pub device: Device,
 }
 
 /// Runs `model` on symbolic stand-ins of `inputs` (same dtypes and shapes) with every op
@@ -88,19 +90,20 @@ pub struct Program {
 /// # Ok::<(), nbxtensor::program::ProgramError>(())
 /// ```
 pub fn trace(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>) -> Result<Program> {
+    let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
+    if let Some(other) = inputs.iter().find(|t| t.device() != device) {
+        return Err(ProgramError::Invalid(format!(
+            "trace: the inputs live on {device} and {}: a program runs on one device",
+            other.device()
+        )));
+    }
     let stand_ins = inputs
         .iter()
         .map(|t| {
             let bytes = t.numel() as usize * t.dtype().itemsize().map_err(|e| ProgramError::Invalid(e.to_string()))?;
             let strides =
                 crate::shape::contiguous_strides(t.shape()).map_err(|e| ProgramError::Invalid(e.to_string()))?;
-            Ok(Tensor::from_storage(
-                Arc::new(Storage::symbolic(bytes, Device::CPU)),
-                t.dtype(),
-                t.shape(),
-                &strides,
-                0,
-            )?)
+            Ok(Tensor::from_storage(Arc::new(Storage::symbolic(bytes, device)), t.dtype(), t.shape(), &strides, 0)?)
         })
         .collect::<Result<Vec<_>>>()?;
     ops::start_recording()?;
@@ -124,7 +127,7 @@ pub fn trace(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tens
         steps.push(Step { kernel: launch.kernel, cost: launch.cost, inputs, outputs });
     }
     let outputs = returned.iter().map(|t| operand(t, &by_storage)).collect();
-    Ok(Program { steps, buffers, inputs: input_ids, outputs })
+    Ok(Program { steps, buffers, inputs: input_ids, outputs, device })
 }
 
 fn operand(tensor: &Tensor, by_storage: &HashMap<*const Storage, BufferId>) -> Operand {

@@ -1,6 +1,8 @@
 //! Copies: a strided layout gathered into a contiguous one, and element reads.
 
 use super::{Element, Result, Tensor, TensorError};
+use crate::memory::cuda::cuda_allocator;
+use crate::memory::DeviceKind;
 use crate::shape;
 use std::sync::Arc;
 
@@ -29,6 +31,9 @@ impl Tensor {
         }
         if self.numel() == 0 {
             return Ok(());
+        }
+        if self.device() != crate::memory::Device::CPU {
+            return self.to_host()?.copy_to(out);
         }
         let storage = self.storage.host_bytes()?;
         // the innermost dim is copied as one run when its stride is 1
@@ -60,6 +65,79 @@ impl Tensor {
         }
     }
 
+    /// The same elements in a contiguous host tensor: the bytes the layout reaches are copied
+    /// off the device (after the work queued before), then gathered.
+    fn to_host(&self) -> Result<Tensor> {
+        let itemsize = self.dtype.itemsize()? as i64;
+        let (mut low, mut high) = (self.offset, self.offset);
+        for (&size, &stride) in self.shape.iter().zip(&self.strides) {
+            let reach = (size - 1) * stride;
+            if reach < 0 {
+                low += reach
+            } else {
+                high += reach
+            }
+        }
+        let mut span = Vec::new();
+        let len = ((high - low + 1) * itemsize) as usize;
+        span.try_reserve_exact(len).map_err(|e| TensorError::Invalid(format!("copy to the host: {e}")))?;
+        span.resize(len, 0);
+        self.storage.read_into((low * itemsize) as usize, &mut span)?;
+        let storage = Arc::new(super::Storage::copy_of(&span)?);
+        Tensor::from_storage(storage, self.dtype, &self.shape, &self.strides, self.offset - low)?.contiguous()
+    }
+
+    /// Writes the elements into `dst`, a contiguous tensor of the same dtype and shape on any
+    /// device (a copy on one GPU stays on it; other pairs go through the host).
+    ///
+    /// # Safety
+    /// Nothing may read or write `dst`'s bytes while the copy runs (on a GPU: nothing queued
+    /// on another stream).
+    pub unsafe fn write_into(&self, dst: &Tensor) -> Result<()> {
+        if dst.dtype != self.dtype || dst.shape != self.shape || !dst.is_contiguous() {
+            return Err(TensorError::Invalid(format!(
+                "write_into: a {} {:?} tensor cannot be written into a {} {:?} tensor (contiguous: {})",
+                self.dtype,
+                self.shape,
+                dst.dtype,
+                dst.shape,
+                dst.is_contiguous()
+            )));
+        }
+        if dst.is_read_only() {
+            return Err(TensorError::ReadOnly("write_into: the destination is read-only".into()));
+        }
+        let len = self.numel() as usize * self.dtype.itemsize()?;
+        if len == 0 {
+            return Ok(());
+        }
+        match dst.device().kind {
+            DeviceKind::Cpu => {
+                let bytes = self.to_bytes()?;
+                // SAFETY: dst is contiguous with `len` bytes at data_ptr (checked above); the
+                // caller guarantees exclusive access.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.data_ptr(), len) };
+            }
+            DeviceKind::Cuda => {
+                let allocator = cuda_allocator(dst.device().index)?;
+                if self.device() == dst.device() && self.is_contiguous() {
+                    allocator.copy_within(dst.data_ptr() as u64, self.data_ptr() as u64, len)?;
+                } else {
+                    allocator.write(dst.data_ptr() as u64, &self.to_bytes()?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A new contiguous tensor with the same elements, on the same device.
+    pub fn fresh_copy(&self) -> Result<Tensor> {
+        let copy = Tensor::for_output(self.device(), self.dtype, &self.shape)?;
+        // SAFETY: the copy is new and nobody else holds it.
+        unsafe { self.write_into(&copy)? };
+        Ok(copy)
+    }
+
     /// The elements in row-major order, as `T` (which must be the tensor's dtype).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         if T::DTYPE != self.dtype {
@@ -80,7 +158,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let strides = shape::contiguous_strides(&self.shape)?;
-        let storage = super::Storage::copy_of(&self.to_bytes()?)?;
+        let storage = super::Storage::copy_of_on(&self.to_bytes()?, self.device())?;
         Tensor::from_storage(Arc::new(storage), self.dtype, &self.shape, &strides, 0)
     }
 }

@@ -97,6 +97,25 @@ impl Tensor {
         Tensor::from_storage(Arc::new(Storage::zeroed(bytes)?), dtype, shape, &strides, 0)
     }
 
+    /// A contiguous tensor of zeros on `device`.
+    pub fn zeros_on(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
+        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let strides = shape::contiguous_strides(shape)?;
+        Tensor::from_storage(Arc::new(Storage::zeroed_on(bytes, device)?), dtype, shape, &strides, 0)
+    }
+
+    /// A contiguous tensor on `device` for a kernel to write in full: zeroed on the host,
+    /// uninitialised on a GPU.
+    pub fn for_output(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
+        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let strides = shape::contiguous_strides(shape)?;
+        Tensor::from_storage(Arc::new(Storage::for_outputs(bytes, device)?), dtype, shape, &strides, 0)
+    }
+
     /// A contiguous tensor owning `values`.
     pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Tensor> {
         Tensor::from_bytes(T::DTYPE, shape, T::as_bytes(&values))
@@ -160,16 +179,31 @@ impl Tensor {
         self.storage.as_ptr().wrapping_add(self.offset as usize * itemsize)
     }
 
-    /// A copy on `device`. Today only the host is served; another device is an error that
-    /// names it.
+    /// The tensor on `device`: itself when it is there already, else a contiguous copy
+    /// (host ↔ GPU through pinned staging; a GPU's copy waits for the work queued before it).
+    /// A device that is not present is an error naming why.
+    ///
+    /// ```
+    /// use nbxtensor::{memory::Device, tensor::Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// match t.to(Device::parse("cuda")?) {
+    ///     Ok(on_gpu) => assert_eq!(on_gpu.to(Device::CPU)?.to_vec::<f32>()?, vec![1.0, 2.0]),
+    ///     Err(e) => assert!(e.to_string().contains("CUDA is not")),
+    /// }
+    /// # Ok::<(), nbxtensor::Error>(())
+    /// ```
     pub fn to(&self, device: Device) -> Result<Tensor> {
         if device == self.device() {
             return Ok(self.clone());
         }
-        Err(TensorError::Memory(crate::memory::MemoryError::UnknownDevice(format!(
-            "to({device}): this build moves tensors only between host tensors; {} has no backend yet",
-            device
-        ))))
+        if self.storage.is_symbolic() {
+            return Err(TensorError::Invalid(format!(
+                "to({device}): a traced tensor has no data to move; move the inputs before tracing"
+            )));
+        }
+        let bytes = self.to_bytes()?;
+        let strides = shape::contiguous_strides(&self.shape)?;
+        Tensor::from_storage(Arc::new(Storage::copy_of_on(&bytes, device)?), self.dtype, &self.shape, &strides, 0)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Storage: the bytes a tensor and its views share, wherever they live and whoever owns
 //! them (the host allocator, an arena, a memory map, another library through DLPack).
 
-use crate::memory::{host_allocator, Allocator, Device, HostBlock, MemoryError, Region};
+use crate::memory::cuda::{cuda_allocator, CudaBlock};
+use crate::memory::{host_allocator, Allocator, Device, DeviceKind, HostBlock, MemoryError, Region};
 use std::any::Any;
 use std::ptr::NonNull;
 
@@ -9,8 +10,10 @@ use std::ptr::NonNull;
 enum Owner {
     /// A block of the host allocator.
     Host(HostBlock),
-    /// A region of a planned arena.
+    /// A region of a planned arena (on the arena's device).
     Region(Region),
+    /// A block of a CUDA device.
+    Cuda(CudaBlock),
     /// Memory owned elsewhere (a memory map, a DLPack producer), kept alive by `keeper`,
     /// released when it drops.
     Foreign { ptr: NonNull<u8>, _keeper: Box<dyn Any + Send + Sync> },
@@ -44,6 +47,76 @@ impl Storage {
         Ok(Storage { owner: Owner::Host(block), len: bytes.len(), device: Device::CPU, read_only: false })
     }
 
+    /// `len` bytes on `device` for a kernel's outputs: zeroed on the host, uninitialised on a
+    /// GPU (a kernel writes every byte of its outputs).
+    pub fn for_outputs(len: usize, device: Device) -> Result<Storage, MemoryError> {
+        match device.kind {
+            DeviceKind::Cpu => Storage::zeroed(len),
+            DeviceKind::Cuda => {
+                let block = cuda_allocator(device.index)?.alloc(len)?;
+                Ok(Storage { owner: Owner::Cuda(block), len, device, read_only: false })
+            }
+        }
+    }
+
+    /// `len` zeroed bytes on `device`.
+    pub fn zeroed_on(len: usize, device: Device) -> Result<Storage, MemoryError> {
+        let storage = Storage::for_outputs(len, device)?;
+        if let Owner::Cuda(block) = &storage.owner {
+            cuda_allocator(device.index)?.zero(block.device_ptr(), len)?;
+        }
+        Ok(storage)
+    }
+
+    /// A copy of host `bytes` on `device`.
+    pub fn copy_of_on(bytes: &[u8], device: Device) -> Result<Storage, MemoryError> {
+        match device.kind {
+            DeviceKind::Cpu => Storage::copy_of(bytes),
+            DeviceKind::Cuda => {
+                let storage = Storage::for_outputs(bytes.len(), device)?;
+                cuda_allocator(device.index)?.write(storage.as_ptr() as u64, bytes)?;
+                Ok(storage)
+            }
+        }
+    }
+
+    /// Copies `out.len()` bytes from `offset` of the storage to the host, wherever it lives
+    /// (a GPU's copy waits for the work queued before it).
+    pub fn read_into(&self, offset: usize, out: &mut [u8]) -> Result<(), MemoryError> {
+        match offset.checked_add(out.len()) {
+            Some(end) if end <= self.len => {}
+            _ => {
+                return Err(MemoryError::OutOfBounds(format!(
+                    "bytes {offset}..{offset}+{} are outside a storage of {} bytes",
+                    out.len(),
+                    self.len
+                )))
+            }
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        match self.device.kind {
+            DeviceKind::Cpu => {
+                out.copy_from_slice(&self.host_bytes()?[offset..offset + out.len()]);
+                Ok(())
+            }
+            DeviceKind::Cuda => {
+                self.refuse_symbolic()?;
+                cuda_allocator(self.device.index)?.read(self.as_ptr() as u64 + offset as u64, out)
+            }
+        }
+    }
+
+    fn refuse_symbolic(&self) -> Result<(), MemoryError> {
+        if self.is_symbolic() {
+            return Err(MemoryError::UnknownDevice(
+                "a traced tensor has no data: its values exist only when the program runs".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
     /// `len` bytes that do not exist yet: the storage of a traced (symbolic) tensor, whose
     /// layout is real and whose data is refused until a program gives it memory.
     pub fn symbolic(len: usize, device: Device) -> Storage {
@@ -55,10 +128,11 @@ impl Storage {
         matches!(self.owner, Owner::Symbolic)
     }
 
-    /// A region of an arena (host).
+    /// A region of an arena, on the arena's device.
     pub fn in_region(region: Region) -> Storage {
         let len = region.len();
-        Storage { owner: Owner::Region(region), len, device: Device::CPU, read_only: false }
+        let device = region.device();
+        Storage { owner: Owner::Region(region), len, device, read_only: false }
     }
 
     /// Bytes owned elsewhere: `len` bytes at `ptr` on `device`, kept alive by `keeper`.
@@ -96,11 +170,13 @@ impl Storage {
         self.read_only
     }
 
-    /// The first byte.
+    /// The first byte: a host address, or a device address for a GPU's storage (never to be
+    /// dereferenced on the host).
     pub fn as_ptr(&self) -> *mut u8 {
         match &self.owner {
             Owner::Host(block) => block.as_ptr(),
             Owner::Region(region) => region.as_ptr(),
+            Owner::Cuda(block) => block.device_ptr() as *mut u8,
             Owner::Foreign { ptr, .. } => ptr.as_ptr(),
             Owner::Symbolic => NonNull::<u64>::dangling().as_ptr().cast(),
         }
@@ -108,11 +184,7 @@ impl Storage {
 
     /// The bytes, on the host; refused for device memory.
     pub fn host_bytes(&self) -> Result<&[u8], MemoryError> {
-        if self.is_symbolic() {
-            return Err(MemoryError::UnknownDevice(
-                "a traced tensor has no data: its values exist only when the program runs".to_string(),
-            ));
-        }
+        self.refuse_symbolic()?;
         if self.device != Device::CPU {
             return Err(MemoryError::UnknownDevice(format!(
                 "the storage lives on {}: copy it to the host first",

@@ -2,7 +2,7 @@
 //! the half-precision kernels fill their declared float32 workspace.
 
 use super::buffers::{par_pieces, Float};
-use crate::kernel::{KernelError, Result};
+use crate::kernel::{KernelError, Result, Workspace};
 use crate::tensor::Tensor;
 
 /// The element offset (from the first element) of the row-major flat index `flat` of a
@@ -59,7 +59,8 @@ pub fn widen<T: Float>(tensor: &Tensor, out: &mut [f32]) -> Result<()> {
 
 /// The first `count` float32 values of a launch's workspace; refused (naming `op`) when the
 /// workspace is shorter or not aligned for float32.
-pub fn floats<'w>(op: &str, workspace: &'w mut [u8], count: usize) -> Result<&'w mut [f32]> {
+pub fn floats<'w>(op: &str, workspace: Workspace<'w>, count: usize) -> Result<&'w mut [f32]> {
+    let workspace = workspace.into_host(op)?;
     let len = workspace.len();
     // SAFETY: every bit pattern is a valid f32; align_to_mut splits off misaligned ends.
     let (head, floats, _) = unsafe { workspace.align_to_mut::<f32>() };

@@ -225,7 +225,7 @@ impl Product {
             return Ok(());
         }
         let (na, nb) = (a.numel() as usize, b.numel() as usize);
-        let floats = floats(self.op, launch.workspace, na + nb + out.len())?;
+        let floats = floats(self.op, launch.workspace.reborrow(), na + nb + out.len())?;
         let (wa, rest) = floats.split_at_mut(na);
         let (wb, dst) = rest.split_at_mut(nb);
         widen::<T>(a, wa)?;

@@ -1,0 +1,61 @@
+// The prelude every nbxtensor CUDA source is compiled after (no system header is needed).
+// Storage types: float32 as float, float16 and bfloat16 as their 16-bit patterns; values are
+// loaded into float32, computed, and stored back rounded to nearest even.
+
+typedef unsigned short nbx_f16;
+typedef unsigned short nbx_bf16;
+typedef long long i64;
+
+__device__ __forceinline__ float nbx_bf16_to_f32(nbx_bf16 b) { return __uint_as_float(((unsigned int)b) << 16); }
+__device__ __forceinline__ nbx_bf16 nbx_f32_to_bf16(float f) {
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+__device__ __forceinline__ float nbx_f16_to_f32(nbx_f16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ nbx_f16 nbx_f32_to_f16(float f) {
+    unsigned short r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+
+// Load/store of one element of a storage type as float32.
+struct F32 {
+    typedef float T;
+    static __device__ __forceinline__ float load(T v) { return v; }
+    static __device__ __forceinline__ T store(float v) { return v; }
+};
+struct F16 {
+    typedef nbx_f16 T;
+    static __device__ __forceinline__ float load(T v) { return nbx_f16_to_f32(v); }
+    static __device__ __forceinline__ T store(float v) { return nbx_f32_to_f16(v); }
+};
+struct BF16 {
+    typedef nbx_bf16 T;
+    static __device__ __forceinline__ float load(T v) { return nbx_bf16_to_f32(v); }
+    static __device__ __forceinline__ T store(float v) { return nbx_f32_to_bf16(v); }
+};
+
+// Strided addressing of up to NBX_MAX_DIMS dims (shapes and strides in elements).
+#define NBX_MAX_DIMS 8
+struct Layout {
+    int ndim;
+    i64 shape[NBX_MAX_DIMS];
+    i64 strides[NBX_MAX_DIMS];
+    i64 offset;
+};
+
+// The element offset of row-major index `i` under a layout.
+__device__ __forceinline__ i64 nbx_offset(const Layout& l, i64 i) {
+    i64 off = l.offset;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+        i64 s = l.shape[d];
+        off += (i % s) * l.strides[d];
+        i /= s;
+    }
+    return off;
+}

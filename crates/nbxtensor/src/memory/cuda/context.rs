@@ -1,0 +1,95 @@
+//! One context per device (the device's primary context) and the one stream every launch,
+//! copy and capture of that device is ordered on.
+
+use super::driver::{check, driver, CudaDeviceInfo};
+use cudarc::driver::sys;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+/// A device's primary context and its stream.
+pub struct CudaContext {
+    info: CudaDeviceInfo,
+    context: sys::CUcontext,
+    stream: sys::CUstream,
+}
+
+// SAFETY: a CUDA context and stream may be used from any thread once made current there
+// (`bind` does that before every use).
+unsafe impl Send for CudaContext {}
+unsafe impl Sync for CudaContext {}
+
+thread_local! {
+    /// The context this thread made current last (null: none yet).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The context of device `index`, made at first use; the error says why CUDA or that device
+/// is not usable.
+pub fn context(index: u32) -> Result<&'static CudaContext, String> {
+    static CONTEXTS: OnceLock<Vec<OnceLock<Result<CudaContext, String>>>> = OnceLock::new();
+    let driver = driver()?;
+    let contexts = CONTEXTS.get_or_init(|| driver.devices.iter().map(|_| OnceLock::new()).collect());
+    let slot = contexts
+        .get(index as usize)
+        .ok_or_else(|| format!("cuda:{index}: no such device (the driver sees {} device(s))", driver.devices.len()))?;
+    let context = slot.get_or_init(|| CudaContext::open(&driver.devices[index as usize]));
+    let context = context.as_ref().map_err(Clone::clone)?;
+    context.bind()?;
+    Ok(context)
+}
+
+impl CudaContext {
+    fn open(info: &CudaDeviceInfo) -> Result<CudaContext, String> {
+        let mut device: sys::CUdevice = 0;
+        let mut context: sys::CUcontext = std::ptr::null_mut();
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the driver was probed; every pointer is valid.
+        unsafe {
+            check(sys::cuDeviceGet(&mut device, info.index as i32), "cuDeviceGet")?;
+            check(sys::cuDevicePrimaryCtxRetain(&mut context, device), "cuDevicePrimaryCtxRetain")?;
+            check(sys::cuCtxSetCurrent(context), "cuCtxSetCurrent")?;
+            check(
+                sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32),
+                "cuStreamCreate",
+            )?;
+        }
+        CURRENT.with(|c| c.set(context as usize));
+        Ok(CudaContext { info: info.clone(), context, stream })
+    }
+
+    /// Makes the context current on this thread (a no-op when it already is).
+    pub fn bind(&self) -> Result<(), String> {
+        if CURRENT.with(|c| c.get()) != self.context as usize {
+            // SAFETY: the context is retained for the process.
+            check(unsafe { sys::cuCtxSetCurrent(self.context) }, "cuCtxSetCurrent")?;
+            CURRENT.with(|c| c.set(self.context as usize));
+        }
+        Ok(())
+    }
+
+    /// The device's facts.
+    pub fn info(&self) -> &CudaDeviceInfo {
+        &self.info
+    }
+
+    /// The stream launches and copies are ordered on.
+    pub fn stream(&self) -> sys::CUstream {
+        self.stream
+    }
+
+    /// Waits for everything queued on the stream.
+    pub fn synchronize(&self) -> Result<(), String> {
+        self.bind()?;
+        // SAFETY: the stream belongs to this context.
+        check(unsafe { sys::cuStreamSynchronize(self.stream) }, "cuStreamSynchronize")
+    }
+
+    /// Free and total device memory (`cuMemGetInfo`).
+    pub fn memory_info(&self) -> Result<(u64, u64), String> {
+        self.bind()?;
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: the context is current; pointers are valid.
+        check(unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) }, "cuMemGetInfo_v2")?;
+        Ok((free as u64, total as u64))
+    }
+}
