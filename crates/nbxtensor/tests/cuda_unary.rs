@@ -1,0 +1,45 @@
+//! The unary kernels on the GPU against the CPU backend and a float64 reference; skipped,
+//! saying so, where there is no CUDA device.
+
+mod cuda_common;
+use cuda_common::*;
+use nbxtensor::kernel::Attrs;
+use nbxtensor::DType;
+
+const OPS: [&str; 12] =
+    ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "relu"];
+
+#[test]
+fn unary_ops_match_the_cpu_and_float64() {
+    let Some(device) = gpu("unary_ops_match_the_cpu_and_float64") else { return };
+    let mut draw = Draw::new(7);
+    for op in OPS {
+        // positive inputs where the op needs them
+        let (low, high) = if matches!(op, "log" | "sqrt" | "rsqrt") { (0.1, 4.0) } else { (-4.0, 4.0) };
+        for dtype in [DType::Float32, DType::Float16, DType::Bfloat16] {
+            // 4099 elements: the vector body and a scalar tail
+            let x = host(&draw.uniform(4099, low, high), &[4099], dtype);
+            let (gpu, cpu, reference) = run_three(device, op, &Attrs::new(), &[x]);
+            assert_close(&format!("{op} {dtype} vs float64"), &gpu, &reference, tolerance(dtype));
+            assert_close(&format!("{op} {dtype} vs cpu"), &gpu, &cpu, tolerance(dtype));
+        }
+    }
+}
+
+#[test]
+fn unary_ops_read_strided_views() {
+    let Some(device) = gpu("unary_ops_read_strided_views") else { return };
+    let mut draw = Draw::new(8);
+    let x = host(&draw.uniform(6 * 70, -3.0, 3.0), &[6, 70], DType::Float32);
+    let view = |t: &nbxtensor::tensor::Tensor| t.permute(&[1, 0]).unwrap().narrow(0, 3, 60).unwrap();
+    let on_gpu = view(&x.to(device).unwrap());
+    assert!(!on_gpu.is_contiguous());
+    for op in ["exp", "silu"] {
+        let got = nbxtensor::ops::call(op, &Attrs::new(), &[&on_gpu]).unwrap().remove(0);
+        let (_, _, reference) = run_three(device, op, &Attrs::new(), &[view(&x)]);
+        assert_close(&format!("{op} on a transposed, narrowed view"), &values(&got), &reference, 2e-5);
+    }
+    let empty = host(&[], &[0, 5], DType::Float32);
+    let (gpu, _, _) = run_three(device, "exp", &Attrs::new(), &[empty]);
+    assert!(gpu.is_empty());
+}
