@@ -8,15 +8,19 @@
 //! traces and prices CUDA programs on a machine without one; a launch looks the device up and
 //! says why when it is absent.
 
+mod blas;
 mod compile;
 mod declared;
+mod graph;
 mod grid;
 mod launch;
 mod source;
 mod unary;
 
+pub use blas::WORKSPACE_BYTES as MATMUL_WORKSPACE_BYTES;
 pub use compile::{compile, cubin, nvrtc_version, Origin, OPTIONS};
 pub use declared::{CudaKernel, DeviceWorkspace, Run};
+pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};
@@ -39,6 +43,7 @@ pub fn catalogue() -> &'static CapabilityTable {
     TABLE.get_or_init(|| {
         let mut table = CapabilityTable::new("cuda");
         unary::register(&mut table);
+        blas::register(&mut table);
         table
     })
 }

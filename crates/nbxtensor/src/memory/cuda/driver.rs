@@ -49,6 +49,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuGraphLaunch",
     "cuGraphExecDestroy",
     "cuGraphDestroy",
+    "cuGraphGetNodes",
     "cuEventCreate",
     "cuEventRecord",
     "cuEventSynchronize",
