@@ -2,8 +2,7 @@
 //! capture verified byte for byte, a drifting kernel refused; and a dry run of a CUDA program
 //! on a machine without a GPU. Tests that need a device skip, saying so, where there is none.
 
-mod cuda_common;
-use cuda_common::*;
+use super::common::*;
 use nbxtensor::backend::cuda::{CudaKernel, MATMUL_WORKSPACE_BYTES};
 use nbxtensor::kernel::{AttrValue, Attrs, Cost, Kernel, KernelError, Launch, TensorMeta};
 use nbxtensor::memory::cuda::{context, cuda_allocator};
