@@ -8,10 +8,17 @@
 //! traces and prices CUDA programs on a machine without one; a launch looks the device up and
 //! says why when it is absent.
 
+mod binary;
+mod cast;
+mod compare;
 mod compile;
+mod copy;
 mod declared;
+mod gather;
 mod grid;
+mod indexer;
 mod launch;
+mod select;
 mod source;
 mod unary;
 
@@ -39,13 +46,30 @@ pub fn catalogue() -> &'static CapabilityTable {
     TABLE.get_or_init(|| {
         let mut table = CapabilityTable::new("cuda");
         unary::register(&mut table);
+        binary::register(&mut table);
+        compare::register(&mut table);
+        select::register(&mut table);
+        cast::register(&mut table);
+        copy::register(&mut table);
+        gather::register(&mut table);
         table
     })
 }
 
 /// Every CUDA source of the crate (each compiled by NVRTC at first use).
 pub fn sources() -> Vec<&'static KernelSource> {
-    vec![&unary::SOURCE]
+    vec![
+        &unary::SOURCE,
+        &binary::SOURCE,
+        &compare::SOURCE,
+        &select::SOURCE,
+        &cast::FROM_FLOATS,
+        &cast::FROM_SIGNED,
+        &cast::FROM_UNSIGNED,
+        &cast::FROM_BOOL,
+        &copy::SOURCE,
+        &gather::SOURCE,
+    ]
 }
 
 /// The CUDA backend of device `index` (made without touching the device).
