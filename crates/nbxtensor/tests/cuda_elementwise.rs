@@ -11,8 +11,17 @@ use nbxtensor::{ops, DType};
 
 const FLOATS: [DType; 3] = [DType::Float32, DType::Float16, DType::Bfloat16];
 
+const INTEGERS: [DType; 8] =
+    [DType::Int8, DType::Int16, DType::Int32, DType::Int64, DType::Uint8, DType::Uint16, DType::Uint32, DType::Uint64];
+
 /// A view of an input, applied alike on the GPU, the CPU and the float64 reference.
 type View = fn(usize, &Tensor) -> Tensor;
+
+/// The shapes of a `where`'s condition and operands, and their view.
+type Triple = (&'static [i64], &'static [i64], &'static [i64], View);
+
+/// A view of a whole tensor.
+type Reshape = fn(&Tensor) -> Tensor;
 
 fn plain(_: usize, t: &Tensor) -> Tensor {
     t.clone()
@@ -125,6 +134,37 @@ fn binary_ops_match_the_cpu_and_float64_on_every_path() {
 }
 
 #[test]
+fn integer_binary_ops_wrap_around_as_the_cpu() {
+    let Some(device) = gpu("integer_binary_ops_wrap_around_as_the_cpu") else { return };
+    let mut draw = Draw::new(17);
+    for op in ["add", "sub", "mul", "maximum", "minimum"] {
+        for dtype in INTEGERS {
+            for (a, b, view) in PAIRS {
+                // any bit patterns: sums, differences and products wrap
+                let inputs = [elements(&mut draw, a, dtype), elements(&mut draw, b, dtype)];
+                let [gpu, cpu, _] = three(device, op, &Attrs::new(), &inputs, view);
+                assert_same_bytes(&format!("{op} {dtype} {a:?} {b:?}"), &gpu, &cpu);
+            }
+        }
+    }
+    // independently: int8 and uint16 wrap as Rust's wrapping arithmetic does
+    let (p, q) = ([100i8, -100, 127, -128], [100i8, -100, 1, -1]);
+    let on = |t: Tensor| t.to(device).unwrap();
+    let x = on(Tensor::from_vec(p.to_vec(), &[4]).unwrap());
+    let y = on(Tensor::from_vec(q.to_vec(), &[4]).unwrap());
+    let got = |op: &str, x: &Tensor, y: &Tensor| {
+        ops::call(op, &Attrs::new(), &[x, y]).unwrap().remove(0).to(Device::CPU).unwrap()
+    };
+    let want: Vec<i8> = p.iter().zip(&q).map(|(a, b)| a.wrapping_add(*b)).collect();
+    assert_eq!(got("add", &x, &y).to_vec::<i8>().unwrap(), want);
+    let want: Vec<i8> = p.iter().zip(&q).map(|(a, b)| a.wrapping_sub(*b)).collect();
+    assert_eq!(got("sub", &x, &y).to_vec::<i8>().unwrap(), want);
+    let big = on(Tensor::from_vec(vec![65535u16, 300, 7], &[3]).unwrap());
+    let want: Vec<u16> = [65535u16, 300, 7].iter().map(|v| v.wrapping_mul(*v)).collect();
+    assert_eq!(got("mul", &big, &big).to_vec::<u16>().unwrap(), want);
+}
+
+#[test]
 fn maximum_and_minimum_propagate_nan_and_keep_zero_signs_as_the_cpu() {
     let Some(device) = gpu("maximum_and_minimum_propagate_nan_and_keep_zero_signs_as_the_cpu") else { return };
     let a = [f64::NAN, 1.0, -0.0, 0.0, 2.0, f64::INFINITY, 3.0];
@@ -140,6 +180,34 @@ fn maximum_and_minimum_propagate_nan_and_keep_zero_signs_as_the_cpu() {
             assert_eq!(&got[4..], &want[..], "{op} {dtype}");
         }
     }
+}
+
+#[test]
+fn comparisons_of_integers_and_bools_match_the_cpu() {
+    let Some(device) = gpu("comparisons_of_integers_and_bools_match_the_cpu") else { return };
+    let mut draw = Draw::new(18);
+    let mut dtypes = INTEGERS.to_vec();
+    dtypes.push(DType::Bool);
+    for dtype in dtypes {
+        for (a, b, view) in PAIRS {
+            // few distinct values, so that ties are frequent (bool: 0 and 1)
+            let (low, high) = if dtype == DType::Bool { (0.0, 1.9) } else { (-3.0, 4.0) };
+            let mut small = |shape: &[i64]| -> Vec<f64> {
+                draw.uniform(numel(shape), low, high).iter().map(|v| v.floor()).collect()
+            };
+            let inputs = [host(&small(a), a, dtype), host(&small(b), b, dtype)];
+            for op in ["eq", "ne", "lt", "le", "gt", "ge"] {
+                let [gpu, cpu, _] = three(device, op, &Attrs::new(), &inputs, view);
+                assert_same_bytes(&format!("{op} {dtype} {a:?} {b:?}"), &gpu, &cpu);
+            }
+        }
+    }
+    // a bool byte other than 1 reads as true
+    let on = |t: Tensor| t.to(device).unwrap();
+    let p = on(Tensor::from_bytes(DType::Bool, &[3], &[2, 0, 1]).unwrap());
+    let q = on(Tensor::from_bytes(DType::Bool, &[3], &[1, 0, 0]).unwrap());
+    let eq = ops::call("eq", &Attrs::new(), &[&p, &q]).unwrap().remove(0);
+    assert_eq!(bytes(&eq), vec![1, 1, 0]);
 }
 
 #[test]
@@ -192,7 +260,7 @@ fn elements(draw: &mut Draw, shape: &[i64], dtype: DType) -> Tensor {
 fn where_copies_the_chosen_bits_on_every_path() {
     let Some(device) = gpu("where_copies_the_chosen_bits_on_every_path") else { return };
     let mut draw = Draw::new(13);
-    let cases: [(&[i64], &[i64], &[i64], View); 5] = [
+    let cases: [Triple; 5] = [
         (&[4099], &[4099], &[4099], plain),
         (&[6, 1], &[6, 40], &[40], plain),
         (&[40, 6], &[6, 40], &[6, 40], transposed),
@@ -363,7 +431,7 @@ fn casts_follow_rust_as_and_refuse_unserved_pairs() {
 fn copy_gathers_any_view_into_the_bytes_of_its_elements() {
     let Some(device) = gpu("copy_gathers_any_view_into_the_bytes_of_its_elements") else { return };
     let mut draw = Draw::new(16);
-    let views: [(&str, fn(&Tensor) -> Tensor); 5] = [
+    let views: [(&str, Reshape); 5] = [
         ("contiguous", |t| t.clone()),
         ("transposed", |t| t.permute(&[2, 0, 1]).unwrap()),
         ("narrowed rows", |t| t.narrow(2, 8, 32).unwrap()),
@@ -414,6 +482,9 @@ fn bad_inputs_are_refused_naming_the_op() {
     let wide = on(Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap());
     let err = ops::call("sub", &Attrs::new(), &[&wide, &wide]).unwrap_err().to_string();
     assert!(err.contains("'sub'") && err.contains("float64") && err.contains("cuda"), "{err}");
+    let ints = on(Tensor::from_vec(vec![1i32, 2], &[2]).unwrap());
+    let err = ops::call("div", &Attrs::new(), &[&ints, &ints]).unwrap_err().to_string();
+    assert!(err.contains("'div'") && err.contains("int32") && err.contains("cuda"), "{err}");
     let mask = on(Tensor::from_vec(vec![1u8, 0], &[2]).unwrap());
     let attrs = Attrs::new().with("value", AttrValue::Float(0.0));
     let err = ops::call("masked_fill", &attrs, &[&a, &mask]).unwrap_err().to_string();

@@ -61,7 +61,9 @@ pub fn sources() -> Vec<&'static KernelSource> {
     vec![
         &unary::SOURCE,
         &binary::SOURCE,
+        &binary::INTEGER_SOURCE,
         &compare::SOURCE,
+        &compare::INTEGER_SOURCE,
         &select::SOURCE,
         &cast::FROM_FLOATS,
         &cast::FROM_SIGNED,

@@ -1,5 +1,6 @@
-// Binary ops with numpy broadcasting on float32, float16 and bfloat16 (computed in float32):
-// y[i] = f(a[i], b[i]), y contiguous. Three paths:
+// Binary ops with numpy broadcasting: y[i] = f(a[i], b[i]), y contiguous. On float32, float16
+// and bfloat16 (computed in float32) every op; on the integers (in the integers.cuh storage)
+// add, sub and mul wrapping around, maximum and minimum. Three paths:
 //
 //   binary_<op>_<dt>(const T* a, const T* b, T* y, i64 n)
 //       a, b and y contiguous of one shape: 16-byte accesses where all three are 16-byte
@@ -17,8 +18,15 @@
 #define NBX_OP_div(p, q) ((p) / (q))
 #define NBX_OP_pow(p, q) powf(p, q)
 // NaN when either is NaN; otherwise the first when it is strictly larger (smaller), as the CPU
+// (an integer is never NaN)
 #define NBX_OP_maximum(p, q) (((p) != (p) || (p) > (q)) ? (p) : (q))
 #define NBX_OP_minimum(p, q) (((p) != (p) || (p) < (q)) ? (p) : (q))
+// integers: two's complement wrapping
+#define NBX_IOP_add(p, q) nbx_wrap_add(p, q)
+#define NBX_IOP_sub(p, q) nbx_wrap_sub(p, q)
+#define NBX_IOP_mul(p, q) nbx_wrap_mul(p, q)
+#define NBX_IOP_maximum(p, q) NBX_OP_maximum(p, q)
+#define NBX_IOP_minimum(p, q) NBX_OP_minimum(p, q)
 
 template <typename S, typename F>
 __device__ __forceinline__ void binary_contiguous(const typename S::T* a, const typename S::T* b, typename S::T* y,
@@ -80,21 +88,24 @@ __device__ __forceinline__ void binary_strided(const typename S::T* a, const typ
     }
 }
 
-#define NBX_BINARY(op, dt, S)                                                                               \
+// f: EXPR(p, q) on the loaded values (float32 for the floats, the integer itself otherwise).
+#define NBX_BINARY(op, dt, S, EXPR)                                                                         \
     extern "C" __global__ void binary_##op##_##dt(const S::T* a, const S::T* b, S::T* y, i64 n) {          \
-        binary_contiguous<S>(a, b, y, n, [](float p, float q) { return NBX_OP_##op(p, q); });               \
+        binary_contiguous<S>(a, b, y, n, [](auto p, auto q) { return EXPR(p, q); });                        \
     }                                                                                                       \
     extern "C" __global__ void binary_##op##_##dt##_rows(const S::T* a, const S::T* b, Indexer ix, S::T* y, \
                                                          i64 words, int narrow) {                           \
-        binary_rows<S>(a, b, ix, y, words, narrow, [](float p, float q) { return NBX_OP_##op(p, q); });     \
+        binary_rows<S>(a, b, ix, y, words, narrow, [](auto p, auto q) { return EXPR(p, q); });              \
     }                                                                                                       \
     extern "C" __global__ void binary_##op##_##dt##_strided(const S::T* a, const S::T* b, Indexer ix,       \
                                                             S::T* y, i64 n, int narrow) {                   \
-        binary_strided<S>(a, b, ix, y, n, narrow, [](float p, float q) { return NBX_OP_##op(p, q); });      \
+        binary_strided<S>(a, b, ix, y, n, narrow, [](auto p, auto q) { return EXPR(p, q); });               \
     }
 
-#define NBX_BINARY_ALL(op) NBX_BINARY(op, f32, F32) NBX_BINARY(op, f16, F16) NBX_BINARY(op, bf16, BF16)
-
+// The floats and the integers are compiled apart (the Rust side defines one group per compile).
+#ifdef NBX_BINARY_FLOATS
+#define NBX_BINARY_ALL(op) \
+    NBX_BINARY(op, f32, F32, NBX_OP_##op) NBX_BINARY(op, f16, F16, NBX_OP_##op) NBX_BINARY(op, bf16, BF16, NBX_OP_##op)
 NBX_BINARY_ALL(add)
 NBX_BINARY_ALL(sub)
 NBX_BINARY_ALL(mul)
@@ -102,3 +113,17 @@ NBX_BINARY_ALL(div)
 NBX_BINARY_ALL(pow)
 NBX_BINARY_ALL(maximum)
 NBX_BINARY_ALL(minimum)
+#endif
+
+#ifdef NBX_BINARY_INTEGERS
+#define NBX_BINARY_INTS(op)                                                                                 \
+    NBX_BINARY(op, i8, I8, NBX_IOP_##op) NBX_BINARY(op, i16, I16, NBX_IOP_##op)                             \
+    NBX_BINARY(op, i32, I32, NBX_IOP_##op) NBX_BINARY(op, i64, I64, NBX_IOP_##op)                           \
+    NBX_BINARY(op, u8, U8, NBX_IOP_##op) NBX_BINARY(op, u16, U16, NBX_IOP_##op)                             \
+    NBX_BINARY(op, u32, U32, NBX_IOP_##op) NBX_BINARY(op, u64, U64, NBX_IOP_##op)
+NBX_BINARY_INTS(add)
+NBX_BINARY_INTS(sub)
+NBX_BINARY_INTS(mul)
+NBX_BINARY_INTS(maximum)
+NBX_BINARY_INTS(minimum)
+#endif

@@ -1,6 +1,6 @@
-// Comparisons with numpy broadcasting on float32, float16 and bfloat16 (compared as float32,
-// which holds the half formats exactly; NaN is unequal to everything): y[i] = a[i] op b[i],
-// a bool (0 or 1). Two paths:
+// Comparisons with numpy broadcasting: y[i] = a[i] op b[i], a bool (0 or 1). Floats (float32,
+// float16, bfloat16) compare as float32, which holds the half formats exactly (NaN is unequal
+// to everything); integers as themselves; bools as 0 < 1 (integers.cuh's storage). Two paths:
 //
 //   compare_<op>_<dt>(const T* a, const T* b, unsigned char* y, i64 n)
 //       a, b and y contiguous of one shape: two 16-byte loads and one store of as many flags
@@ -47,18 +47,34 @@ __device__ __forceinline__ void compare_strided(const typename S::T* a, const ty
 
 #define NBX_COMPARE(op, dt, S)                                                                                  \
     extern "C" __global__ void compare_##op##_##dt(const S::T* a, const S::T* b, unsigned char* y, i64 n) {     \
-        compare_contiguous<S>(a, b, y, n, [](float p, float q) { return NBX_CMP_##op(p, q); });                 \
+        compare_contiguous<S>(a, b, y, n, [](auto p, auto q) { return NBX_CMP_##op(p, q); });                 \
     }                                                                                                           \
     extern "C" __global__ void compare_##op##_##dt##_strided(const S::T* a, const S::T* b, Indexer ix,          \
                                                              unsigned char* y, i64 n, int narrow) {             \
-        compare_strided<S>(a, b, ix, y, n, narrow, [](float p, float q) { return NBX_CMP_##op(p, q); });        \
+        compare_strided<S>(a, b, ix, y, n, narrow, [](auto p, auto q) { return NBX_CMP_##op(p, q); });        \
     }
 
+// The floats and the integers with bool are compiled apart (the Rust side defines one group
+// per compile).
+#ifdef NBX_COMPARE_FLOATS
 #define NBX_COMPARE_ALL(op) NBX_COMPARE(op, f32, F32) NBX_COMPARE(op, f16, F16) NBX_COMPARE(op, bf16, BF16)
-
 NBX_COMPARE_ALL(eq)
 NBX_COMPARE_ALL(ne)
 NBX_COMPARE_ALL(lt)
 NBX_COMPARE_ALL(le)
 NBX_COMPARE_ALL(gt)
 NBX_COMPARE_ALL(ge)
+#endif
+
+#ifdef NBX_COMPARE_INTEGERS
+#define NBX_COMPARE_INTS(op)                                                                                \
+    NBX_COMPARE(op, i8, I8) NBX_COMPARE(op, i16, I16) NBX_COMPARE(op, i32, I32) NBX_COMPARE(op, i64, I64)    \
+    NBX_COMPARE(op, u8, U8) NBX_COMPARE(op, u16, U16) NBX_COMPARE(op, u32, U32) NBX_COMPARE(op, u64, U64)    \
+    NBX_COMPARE(op, bool, NbxBool)
+NBX_COMPARE_INTS(eq)
+NBX_COMPARE_INTS(ne)
+NBX_COMPARE_INTS(lt)
+NBX_COMPARE_INTS(le)
+NBX_COMPARE_INTS(gt)
+NBX_COMPARE_INTS(ge)
+#endif
