@@ -3,5 +3,7 @@
 //! that needs a device skips, saying so, where there is none.
 
 mod common;
+mod elementwise;
+mod gather;
 mod program;
 mod unary;

@@ -9,11 +9,18 @@
 //! says why when it is absent.
 
 mod blas;
+mod binary;
+mod cast;
+mod compare;
 mod compile;
+mod copy;
 mod declared;
 mod graph;
+mod gather;
 mod grid;
+mod indexer;
 mod launch;
+mod select;
 mod source;
 mod unary;
 
@@ -44,13 +51,32 @@ pub fn catalogue() -> &'static CapabilityTable {
         let mut table = CapabilityTable::new("cuda");
         unary::register(&mut table);
         blas::register(&mut table);
+        binary::register(&mut table);
+        compare::register(&mut table);
+        select::register(&mut table);
+        cast::register(&mut table);
+        copy::register(&mut table);
+        gather::register(&mut table);
         table
     })
 }
 
 /// Every CUDA source of the crate (each compiled by NVRTC at first use).
 pub fn sources() -> Vec<&'static KernelSource> {
-    vec![&unary::SOURCE]
+    vec![
+        &unary::SOURCE,
+        &binary::SOURCE,
+        &binary::INTEGER_SOURCE,
+        &compare::SOURCE,
+        &compare::INTEGER_SOURCE,
+        &select::SOURCE,
+        &cast::FROM_FLOATS,
+        &cast::FROM_SIGNED,
+        &cast::FROM_UNSIGNED,
+        &cast::FROM_BOOL,
+        &copy::SOURCE,
+        &gather::SOURCE,
+    ]
 }
 
 /// The CUDA backend of device `index` (made without touching the device).

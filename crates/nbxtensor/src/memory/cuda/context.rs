@@ -106,6 +106,15 @@ impl CudaContext {
         }
     }
 
+    /// Whether the stream is being captured into a CUDA graph now (work queued is recorded,
+    /// not run: nothing may be read back).
+    pub fn is_capturing(&self) -> Result<bool, String> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the stream belongs to this context; the pointer is valid.
+        check(unsafe { sys::cuStreamIsCapturing(self.stream, &mut status) }, "cuStreamIsCapturing")?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
     /// Free and total device memory (`cuMemGetInfo`).
     pub fn memory_info(&self) -> Result<(u64, u64), String> {
         self.bind()?;

@@ -30,6 +30,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuStreamSynchronize",
     "cuStreamBeginCapture_v2",
     "cuStreamEndCapture",
+    "cuStreamIsCapturing",
     "cuStreamWaitEvent",
     "cuMemAlloc_v2",
     "cuMemFree_v2",
