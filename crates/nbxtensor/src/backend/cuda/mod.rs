@@ -20,6 +20,7 @@ mod gather;
 mod grid;
 mod indexer;
 mod launch;
+mod random;
 mod select;
 mod source;
 mod unary;
@@ -30,6 +31,7 @@ pub use declared::{CudaKernel, DeviceWorkspace, Run};
 pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
+pub use random::{random_uniform_f32, random_words};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};
 pub use unary::{suffix, FLOATS};
 
@@ -76,6 +78,7 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &cast::FROM_BOOL,
         &copy::SOURCE,
         &gather::SOURCE,
+        &random::SOURCE,
     ]
 }
 
