@@ -8,15 +8,15 @@
 //! traces and prices CUDA programs on a machine without one; a launch looks the device up and
 //! says why when it is absent.
 
-mod blas;
 mod binary;
+mod blas;
 mod cast;
 mod compare;
 mod compile;
 mod copy;
 mod declared;
-mod graph;
 mod gather;
+mod graph;
 mod grid;
 mod indexer;
 mod launch;
