@@ -8,15 +8,23 @@
 //! traces and prices CUDA programs on a machine without one; a launch looks the device up and
 //! says why when it is absent.
 
+mod attention;
 mod compile;
 mod declared;
+mod dims;
 mod grid;
 mod launch;
+mod norm;
+mod quant;
+mod reduce;
+mod rope;
+mod softmax;
 mod source;
 mod unary;
 
 pub use compile::{compile, cubin, nvrtc_version, Origin, OPTIONS};
 pub use declared::{CudaKernel, DeviceWorkspace, Run};
+pub use dims::{aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX};
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};
@@ -39,13 +47,27 @@ pub fn catalogue() -> &'static CapabilityTable {
     TABLE.get_or_init(|| {
         let mut table = CapabilityTable::new("cuda");
         unary::register(&mut table);
+        reduce::register(&mut table);
+        softmax::register(&mut table);
+        norm::register(&mut table);
+        rope::register(&mut table);
+        attention::register(&mut table);
+        quant::register(&mut table);
         table
     })
 }
 
 /// Every CUDA source of the crate (each compiled by NVRTC at first use).
 pub fn sources() -> Vec<&'static KernelSource> {
-    vec![&unary::SOURCE]
+    vec![
+        &unary::SOURCE,
+        &reduce::SOURCE,
+        &softmax::SOURCE,
+        &norm::SOURCE,
+        &rope::SOURCE,
+        &attention::SOURCE,
+        &quant::SOURCE,
+    ]
 }
 
 /// The CUDA backend of device `index` (made without touching the device).
