@@ -45,7 +45,8 @@ fn assert_same(what: &str, got: &[f64], want: &[f64]) {
 // ---- reductions
 
 /// (shape, attributes) covering each loop: long rows (a block per output), short rows (a
-/// warp per output), a middle axis (columns), split axes (the general odometer), every axis.
+/// warp per output), a middle axis (columns), split axes (the general odometer), every axis,
+/// and few outputs of many elements (two passes through the workspace), along rows and columns.
 fn reduction_cases(argmax: bool) -> Vec<(Vec<i64>, Attrs)> {
     let keep = |a: Attrs| a.with("keepdim", AttrValue::Bool(true));
     if argmax {
@@ -54,6 +55,8 @@ fn reduction_cases(argmax: bool) -> Vec<(Vec<i64>, Attrs)> {
             (vec![9, 70], keep(axis(1))),
             (vec![5, 300, 7], axis(1)),
             (vec![300, 3], axis(0)),
+            (vec![2, 70000], axis(-1)),
+            (vec![70000, 3], axis(0)),
         ];
     }
     vec![
@@ -62,6 +65,8 @@ fn reduction_cases(argmax: bool) -> Vec<(Vec<i64>, Attrs)> {
         (vec![5, 300, 7], axes(&[1])),
         (vec![6, 4, 5], keep(axes(&[0, 2]))),
         (vec![3, 4, 50], Attrs::new()),
+        (vec![3, 70000], axes(&[-1])),
+        (vec![300, 2, 300], keep(axes(&[0, 2]))),
     ]
 }
 
@@ -123,6 +128,22 @@ fn integer_reductions_are_exact() {
     let x = Tensor::from_vec(vec![u64::MAX, 3, u64::MAX], &[3]).unwrap();
     let s = call("sum", &Attrs::new(), &[&x.to(device).unwrap()]).to(Device::CPU).unwrap();
     assert_eq!(s.to_vec::<u64>().unwrap(), vec![1]);
+}
+
+#[test]
+fn long_reductions_declare_their_partials() {
+    use nbxtensor::backend::cuda::catalogue;
+    use nbxtensor::kernel::TensorMeta;
+    let meta = |shape: &[i64]| [TensorMeta::new(DType::Float32, shape)];
+    let sum = catalogue().kernel("sum", DType::Float32, &Attrs::new()).unwrap();
+    // 2^20 elements into one output: 64 partials of 2^14 elements, 16 bytes each
+    assert_eq!(sum.declare(&meta(&[1024, 1024])).unwrap().workspace, 16 * 64);
+    // 1024 outputs, or short rows: one pass, no workspace
+    let rows = catalogue().kernel("sum", DType::Float32, &axes(&[1])).unwrap();
+    assert_eq!(rows.declare(&meta(&[1024, 1 << 16])).unwrap().workspace, 0);
+    assert_eq!(rows.declare(&meta(&[4, 1000])).unwrap().workspace, 0);
+    let argmax = catalogue().kernel("argmax", DType::Int8, &axis(0)).unwrap();
+    assert_eq!(argmax.declare(&[TensorMeta::new(DType::Int8, &[1 << 17, 3])]).unwrap().workspace, 16 * 3 * 8);
 }
 
 #[test]

@@ -24,7 +24,9 @@ mod unary;
 
 pub use compile::{compile, cubin, nvrtc_version, Origin, OPTIONS};
 pub use declared::{CudaKernel, DeviceWorkspace, Run};
-pub use dims::{aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX};
+pub use dims::{
+    aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX,
+};
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};

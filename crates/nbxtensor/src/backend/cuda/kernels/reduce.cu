@@ -15,6 +15,13 @@
 //            reduce_<op>_<dtype>_cols(same, no group)
 //              blocks of 32 × 8 threads: 32 consecutive outputs (coalesced when the kept
 //              innermost stride is 1), 8 lanes over the reduced elements, combined in order.
+//            reduce_<op>_<dtype>_split(const In* x, Layout kept, Layout red, i64 count,
+//                                       i64 chunk, int splits, unsigned char* partials)
+//              few outputs of many elements, first pass: block (s, o) folds elements
+//              [s·chunk, (s + 1)·chunk) of output o into the 16-byte slot o·splits + s.
+//            reduce_<op>_<dtype>_finish(const unsigned char* partials, i64 outputs, i64 count,
+//                                        int splits, Out* y)
+//              second pass: a thread per output combines its slots in order.
 
 #define NBX_INF __int_as_float(0x7f800000)
 
@@ -185,6 +192,7 @@ __device__ void reduce_rows(const typename F::In* x, const Layout& kept, const L
     Acc acc = F::init();
     if (o < outputs) {
         i64 base = reduce_offset(kept, o);
+#pragma unroll 4
         for (i64 r = lane; r < count; r += group) acc = F::fold(acc, x[base + reduce_offset(red, r)], r);
     }
     acc = warp_combine<F>(acc);
@@ -223,6 +231,42 @@ __device__ void reduce_cols(const typename F::In* x, const Layout& kept, const L
     }
 }
 
+// The bytes of a partial's slot (the largest Acc: a value and an index).
+#define NBX_SLOT 16
+
+template <typename F>
+__device__ void reduce_split(const typename F::In* x, const Layout& kept, const Layout& red, i64 count, i64 chunk,
+                             int splits, unsigned char* partials) {
+    typedef typename F::Acc Acc;
+    static_assert(sizeof(Acc) <= NBX_SLOT, "a partial fits its slot");
+    __shared__ Acc partial[32];
+    i64 o = blockIdx.y, begin = (i64)blockIdx.x * chunk;
+    i64 end = begin + chunk < count ? begin + chunk : count;
+    i64 base = reduce_offset(kept, o);
+    Acc acc = F::init();
+#pragma unroll 4
+    for (i64 r = begin + threadIdx.x; r < end; r += blockDim.x) acc = F::fold(acc, x[base + reduce_offset(red, r)], r);
+    acc = warp_combine<F>(acc);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); ++w) acc = F::combine(acc, partial[w]);
+        *reinterpret_cast<Acc*>(partials + (o * splits + blockIdx.x) * NBX_SLOT) = acc;
+    }
+}
+
+template <typename F>
+__device__ void reduce_finish(const unsigned char* partials, i64 outputs, i64 count, int splits,
+                              typename F::Out* y) {
+    typedef typename F::Acc Acc;
+    i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= outputs) return;
+    const unsigned char* slots = partials + o * splits * NBX_SLOT;
+    Acc acc = *reinterpret_cast<const Acc*>(slots);
+    for (int s = 1; s < splits; ++s) acc = F::combine(acc, *reinterpret_cast<const Acc*>(slots + s * NBX_SLOT));
+    y[o] = F::finish(acc, count);
+}
+
 #define NBX_REDUCE(op, dt)                                                                                        \
     extern "C" __global__ void reduce_##op##_##dt##_rows(const op##_##dt::In* x, Layout kept, Layout red,         \
                                                          i64 outputs, i64 count, op##_##dt::Out* y, int group) { \
@@ -231,6 +275,15 @@ __device__ void reduce_cols(const typename F::In* x, const Layout& kept, const L
     extern "C" __global__ void reduce_##op##_##dt##_cols(const op##_##dt::In* x, Layout kept, Layout red,         \
                                                          i64 outputs, i64 count, op##_##dt::Out* y) {            \
         reduce_cols<op##_##dt>(x, kept, red, outputs, count, y);                                                \
+    }                                                                                                           \
+    extern "C" __global__ void reduce_##op##_##dt##_split(const op##_##dt::In* x, Layout kept, Layout red,        \
+                                                          i64 count, i64 chunk, int splits,                      \
+                                                          unsigned char* partials) {                             \
+        reduce_split<op##_##dt>(x, kept, red, count, chunk, splits, partials);                                  \
+    }                                                                                                           \
+    extern "C" __global__ void reduce_##op##_##dt##_finish(const unsigned char* partials, i64 outputs, i64 count, \
+                                                           int splits, op##_##dt::Out* y) {                      \
+        reduce_finish<op##_##dt>(partials, outputs, count, splits, y);                                          \
     }
 
 #define NBX_REDUCE_FLOAT(dt, S)                 \
