@@ -2,7 +2,8 @@
 //!
 //! Bad values (unknown dtypes, bad shapes, refused settings, empty ranges, buffer requests no
 //! plan can hold) are `ValueError`; a machine file or directory that cannot be read or written
-//! is `OSError`; an allocation over the memory limit is `MemoryError`. Every message is
+//! is `OSError`; an allocation over the memory limit is `MemoryError`; a failed device call
+//! (driver, compiler, library) is `RuntimeError`. Every message is
 //! the core's, which names the value or the path at fault.
 
 use nbxtensor::io::IoError;
@@ -12,7 +13,9 @@ use nbxtensor::program::ProgramError;
 use nbxtensor::random::RandomError;
 use nbxtensor::settings::SettingsError;
 use nbxtensor::tensor::TensorError;
-use pyo3::exceptions::{PyFileNotFoundError, PyKeyError, PyMemoryError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyError, PyMemoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError,
+};
 use pyo3::PyErr;
 
 /// Converts any core error into the Python exception the spec gives it.
@@ -28,6 +31,10 @@ pub fn to_py(error: impl Into<nbxtensor::Error>) -> PyErr {
         }
         nbxtensor::Error::Io(IoError::Os { .. }) => return PyOSError::new_err(message),
         nbxtensor::Error::Io(IoError::UnknownTensor(_)) => return PyKeyError::new_err(message),
+        nbxtensor::Error::Kernel(KernelError::Device(_))
+        | nbxtensor::Error::Program(ProgramError::Kernel(KernelError::Device(_))) => {
+            return PyRuntimeError::new_err(message)
+        }
         _ => {}
     }
     let memory = match &error {

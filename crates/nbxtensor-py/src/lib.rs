@@ -41,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "pool", backend::cpu::pool::register)?;
     add_submodule(m, "random", random::register)?;
     add_submodule(m, "host_memory", backend::host_memory::register)?;
+    add_submodule(m, "runtime", backend::runtime::register)?;
     add_submodule(m, "memory", memory::register)?;
     add_submodule(m, "safetensors", io::safetensors::register)?;
     add_submodule(m, "tiling_policy", ops::tiling_policy::register)?;

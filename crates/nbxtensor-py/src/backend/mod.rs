@@ -3,3 +3,4 @@
 pub mod cpu;
 pub mod device_files;
 pub mod host_memory;
+pub mod runtime;

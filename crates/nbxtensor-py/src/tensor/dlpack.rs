@@ -92,7 +92,27 @@ pub fn export(
     dl_device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyAny>> {
-    if stream.is_some_and(|s| !s.is_none()) {
+    let device = tensor.device();
+    if device.kind == nbxtensor::memory::DeviceKind::Cuda {
+        // the stream rule: the consumer's stream must see every write queued so far
+        let consumer = match stream.filter(|s| !s.is_none()) {
+            None => Some(1),
+            Some(s) => match s.extract::<i64>() {
+                Ok(-1) => None,
+                Ok(0) => {
+                    return Err(PyValueError::new_err(
+                        "__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default), 2 (per-thread default), a stream handle, or -1",
+                    ))
+                }
+                Ok(handle) if handle > 0 => Some(handle as u64),
+                _ => return Err(PyValueError::new_err("__dlpack__: stream must be None, -1 or a positive stream handle")),
+            },
+        };
+        if let Some(consumer) = consumer {
+            let context = nbxtensor::memory::cuda::context(device.index).map_err(PyBufferError::new_err)?;
+            context.order_before(consumer).map_err(PyBufferError::new_err)?;
+        }
+    } else if stream.is_some_and(|s| !s.is_none()) {
         return Err(PyValueError::new_err("__dlpack__: a host tensor takes no stream (stream must be None)"));
     }
     if let Some(device) = dl_device.filter(|d| !d.is_none()) {
@@ -123,9 +143,9 @@ pub fn export(
     }
 }
 
-/// A contiguous copy in new storage.
+/// A contiguous copy in new storage on the tensor's device.
 fn deep_copy(tensor: &CoreTensor) -> nbxtensor::tensor::Result<CoreTensor> {
-    CoreTensor::from_bytes(tensor.dtype(), tensor.shape(), &tensor.to_bytes()?)
+    tensor.fresh_copy()
 }
 
 /// `Tensor.__dlpack_device__`: `(device_type, device_id)`.
@@ -178,20 +198,29 @@ pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> 
     let tensor = if let Ok(tensor) = x.cast::<Tensor>() {
         tensor.get().inner.clone()
     } else if x.hasattr("__dlpack__")? {
+        let kwargs = pyo3::types::PyDict::new(py);
         if x.hasattr("__dlpack_device__")? {
             let (kind, index): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
-            if kind != KDL_CPU && kind != dlpack::KDL_CUDA_HOST {
+            if kind == dlpack::KDL_CUDA {
+                // the producer orders its writes before our stream (DLPack's stream rule)
+                let index = u32::try_from(index)
+                    .map_err(|_| PyBufferError::new_err(format!("from_dlpack: CUDA device id {index} is negative")))?;
+                let context = nbxtensor::memory::cuda::context(index).map_err(PyBufferError::new_err)?;
+                kwargs.set_item("stream", context.stream_handle())?;
+            } else if kind != KDL_CPU && kind != dlpack::KDL_CUDA_HOST {
                 return Err(PyBufferError::new_err(format!(
-                    "from_dlpack: the producer's memory is on DLPack device ({kind}, {index}); this build reads host memory only"
+                    "from_dlpack: the producer's memory is on DLPack device ({kind}, {index}); this build reads host and CUDA memory"
                 )));
             }
         }
-        let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("max_version", dlpack::VERSION.major_minor())?;
         let capsule = match x.call_method("__dlpack__", (), Some(&kwargs)) {
             Ok(capsule) => capsule,
             // a producer that predates versioned capsules takes no max_version
-            Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => x.call_method0("__dlpack__")?,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => {
+                kwargs.del_item("max_version")?;
+                x.call_method("__dlpack__", (), Some(&kwargs))?
+            }
             Err(e) => return Err(e),
         };
         consume(&capsule)?

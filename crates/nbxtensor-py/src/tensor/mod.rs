@@ -256,6 +256,12 @@ impl Tensor {
     /// bfloat16 or float8: those come back as their bit patterns (uint16, uint8), the host's
     /// convention.
     fn numpy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if self.inner.device() != Device::CPU {
+            return Err(PyValueError::new_err(format!(
+                "numpy(): the tensor lives on {}; copy it to the host first with .to('cpu')",
+                self.inner.device()
+            )));
+        }
         let dtype = self.inner.dtype();
         let exported = if NUMPY_READS.contains(&dtype.dlpack().map_err(to_py)?.code) {
             self.inner.clone()

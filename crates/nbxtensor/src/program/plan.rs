@@ -2,7 +2,8 @@
 //! offsets in one arena from the static planner.
 
 use super::{Program, ProgramError, Result, Source};
-use crate::memory::{BufferRequest, Plan, HOST_ALIGNMENT};
+use crate::memory::cuda::DEVICE_ALIGNMENT;
+use crate::memory::{BufferRequest, DeviceKind, Plan, HOST_ALIGNMENT};
 use crate::settings::memory_limit;
 
 /// A program's memory plan: the arena offset of each buffer and of each launch's workspace.
@@ -91,12 +92,16 @@ impl Program {
         requests
     }
 
-    /// Plans the program in one host arena (offsets aligned to the host allocator's
-    /// alignment); refused before anything is allocated when the arena passes the memory
+    /// Plans the program in one arena on its device (offsets aligned to the device
+    /// allocator's alignment); refused before anything is allocated when the arena passes the memory
     /// limit.
     pub fn plan(&self) -> Result<ProgramPlan> {
         let requests = self.requests();
-        let plan = Plan::new(&requests, HOST_ALIGNMENT as u64).map_err(|e| ProgramError::Invalid(e.to_string()))?;
+        let alignment = match self.device.kind {
+            DeviceKind::Cpu => HOST_ALIGNMENT as u64,
+            DeviceKind::Cuda => DEVICE_ALIGNMENT,
+        };
+        let plan = Plan::new(&requests, alignment).map_err(|e| ProgramError::Invalid(e.to_string()))?;
         if let Some(limit) = memory_limit::limit() {
             if plan.arena_bytes > limit {
                 return Err(ProgramError::Invalid(format!(

@@ -282,11 +282,17 @@ pub unsafe fn import_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
 unsafe fn import_view(view: &DLTensor, read_only: bool, owner: Box<Imported>) -> Result<Tensor> {
     let device = match view.device.device_type {
         KDL_CPU | KDL_CUDA_HOST => Device::CPU,
+        KDL_CUDA => Device {
+            kind: DeviceKind::Cuda,
+            index: u32::try_from(view.device.device_id).map_err(|_| {
+                TensorError::Invalid(format!("DLPack CUDA device id {} is negative", view.device.device_id))
+            })?,
+        },
         other => {
             return Err(TensorError::Invalid(format!(
-            "DLPack device type {other} (id {}) is not served by this build: only host memory (kDLCPU, kDLCUDAHost) is",
-            view.device.device_id
-        )))
+                "DLPack device type {other} (id {}) is not served by this build: host memory (kDLCPU, kDLCUDAHost) and CUDA memory (kDLCUDA) are",
+                view.device.device_id
+            )))
         }
     };
     let dtype = DType::from_dlpack(view.dtype.code, view.dtype.bits, view.dtype.lanes)?;

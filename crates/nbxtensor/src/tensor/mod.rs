@@ -116,6 +116,16 @@ impl Tensor {
         Tensor::from_storage(Arc::new(Storage::for_outputs(bytes, device)?), dtype, shape, &strides, 0)
     }
 
+    /// A contiguous tensor on `device` with no data: a stand-in for tracing or a dry run,
+    /// usable where no such device is present.
+    pub fn symbolic(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
+        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let strides = shape::contiguous_strides(shape)?;
+        Tensor::from_storage(Arc::new(Storage::symbolic(bytes, device)), dtype, shape, &strides, 0)
+    }
+
     /// A contiguous tensor owning `values`.
     pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Tensor> {
         Tensor::from_bytes(T::DTYPE, shape, T::as_bytes(&values))

@@ -9,24 +9,35 @@
 //! says why when it is absent.
 
 mod attention;
+mod binary;
+mod blas;
+mod cast;
+mod compare;
 mod compile;
+mod copy;
 mod declared;
 mod dims;
+mod gather;
+mod graph;
 mod grid;
+mod indexer;
 mod launch;
 mod norm;
 mod quant;
 mod reduce;
 mod rope;
+mod select;
 mod softmax;
 mod source;
 mod unary;
 
+pub use blas::WORKSPACE_BYTES as MATMUL_WORKSPACE_BYTES;
 pub use compile::{compile, cubin, nvrtc_version, Origin, OPTIONS};
 pub use declared::{CudaKernel, DeviceWorkspace, Run};
 pub use dims::{
     aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX,
 };
+pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};
@@ -49,6 +60,13 @@ pub fn catalogue() -> &'static CapabilityTable {
     TABLE.get_or_init(|| {
         let mut table = CapabilityTable::new("cuda");
         unary::register(&mut table);
+        blas::register(&mut table);
+        binary::register(&mut table);
+        compare::register(&mut table);
+        select::register(&mut table);
+        cast::register(&mut table);
+        copy::register(&mut table);
+        gather::register(&mut table);
         reduce::register(&mut table);
         softmax::register(&mut table);
         norm::register(&mut table);
@@ -63,6 +81,17 @@ pub fn catalogue() -> &'static CapabilityTable {
 pub fn sources() -> Vec<&'static KernelSource> {
     vec![
         &unary::SOURCE,
+        &binary::SOURCE,
+        &binary::INTEGER_SOURCE,
+        &compare::SOURCE,
+        &compare::INTEGER_SOURCE,
+        &select::SOURCE,
+        &cast::FROM_FLOATS,
+        &cast::FROM_SIGNED,
+        &cast::FROM_UNSIGNED,
+        &cast::FROM_BOOL,
+        &copy::SOURCE,
+        &gather::SOURCE,
         &reduce::SOURCE,
         &softmax::SOURCE,
         &norm::SOURCE,

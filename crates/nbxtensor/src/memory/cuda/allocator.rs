@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+/// The alignment of every device block (`cuMemAlloc` returns 256-byte aligned addresses), and
+/// of a GPU program's planned offsets.
+pub const DEVICE_ALIGNMENT: u64 = 256;
+
 /// The bytes a pinned staging buffer holds: host copies move in pieces of this size.
 pub const STAGING_BYTES: usize = 16 << 20;
 
@@ -94,7 +98,7 @@ pub fn cuda_allocator(index: u32) -> Result<&'static CudaAllocator, MemoryError>
 fn size_class(bytes: usize) -> usize {
     match bytes {
         0 => 0,
-        1..=1_048_576 => bytes.next_power_of_two().max(256),
+        1..=1_048_576 => bytes.next_power_of_two().max(DEVICE_ALIGNMENT as usize),
         _ => bytes.div_ceil(2 << 20) * (2 << 20),
     }
 }

@@ -84,6 +84,37 @@ impl CudaContext {
         check(unsafe { sys::cuStreamSynchronize(self.stream) }, "cuStreamSynchronize")
     }
 
+    /// The stream's handle as an integer (what DLPack's `stream` argument carries).
+    pub fn stream_handle(&self) -> u64 {
+        self.stream as u64
+    }
+
+    /// Makes work queued later on `consumer` (a stream handle of this device, `1` or `2` for
+    /// the legacy and per-thread default streams) wait for everything queued on this
+    /// context's stream so far: DLPack's stream rule, from the producer's side.
+    pub fn order_before(&self, consumer: u64) -> Result<(), String> {
+        self.bind()?;
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: the context is current; the event is made, recorded, waited on and destroyed
+        // here (destroying a recorded event is deferred by the driver until it completes).
+        unsafe {
+            check(sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32), "cuEventCreate")?;
+            let recorded = check(sys::cuEventRecord(event, self.stream), "cuEventRecord")
+                .and_then(|_| check(sys::cuStreamWaitEvent(consumer as sys::CUstream, event, 0), "cuStreamWaitEvent"));
+            sys::cuEventDestroy_v2(event);
+            recorded
+        }
+    }
+
+    /// Whether the stream is being captured into a CUDA graph now (work queued is recorded,
+    /// not run: nothing may be read back).
+    pub fn is_capturing(&self) -> Result<bool, String> {
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: the stream belongs to this context; the pointer is valid.
+        check(unsafe { sys::cuStreamIsCapturing(self.stream, &mut status) }, "cuStreamIsCapturing")?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
     /// Free and total device memory (`cuMemGetInfo`).
     pub fn memory_info(&self) -> Result<(u64, u64), String> {
         self.bind()?;

@@ -1,7 +1,7 @@
 //! What the CUDA tests share: the device (or the reason there is none, printed as the test's
 //! skip notice), random inputs, and comparison against the CPU backend and a float64
 //! reference (the CPU kernel run on float64 copies of the inputs).
-#![allow(dead_code)] // each test file uses a part
+#![allow(dead_code)] // each family uses a part
 
 use nbxtensor::kernel::Attrs;
 use nbxtensor::memory::{cuda, Device, DeviceKind};

@@ -1,8 +1,7 @@
 //! The row-wise GPU kernels (reductions, softmax, layer_norm and rms_norm, rope) against the
 //! CPU backend and float64 references; skipped, saying so, where there is no CUDA device.
 
-mod cuda_common;
-use cuda_common::*;
+use super::common::*;
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;

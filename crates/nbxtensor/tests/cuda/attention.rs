@@ -2,8 +2,7 @@
 //! by its definition in float64 and against the CPU backend; skipped, saying so, where there is
 //! no CUDA device.
 
-mod cuda_common;
-use cuda_common::*;
+use super::common::*;
 use nbxtensor::backend::cuda::catalogue;
 use nbxtensor::kernel::{AttrValue, Attrs, TensorMeta};
 use nbxtensor::memory::Device;

@@ -1,8 +1,7 @@
 //! The unary kernels on the GPU against the CPU backend and a float64 reference; skipped,
 //! saying so, where there is no CUDA device.
 
-mod cuda_common;
-use cuda_common::*;
+use super::common::*;
 use nbxtensor::kernel::Attrs;
 use nbxtensor::DType;
 

@@ -2,8 +2,7 @@
 //! strided x) against the product with the weight dequantized by the table's definition, in
 //! float64, and against the CPU backend; skipped, saying so, where there is no CUDA device.
 
-mod cuda_common;
-use cuda_common::*;
+use super::common::*;
 use nbxtensor::backend::cuda::catalogue;
 use nbxtensor::facts::Group;
 use nbxtensor::kernel::{Attrs, TensorMeta};

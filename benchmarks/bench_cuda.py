@@ -1,0 +1,144 @@
+"""nbxtensor's CUDA backend against torch on the same GPU, side by side in one run.
+
+Rows: bf16 matrix products (4096³, 8192³) against torch.matmul; memory-bound kernels on
+tensors far larger than L2 (their bytes read + written over time, against the device-to-device
+copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
+kernels, eager against CUDA-graph replay. Each timing is the median of `--repeats` runs of
+`--inner` back-to-back launches, after a warm-up, bracketed by a device synchronisation.
+torch is a reference peer only: this script imports it; the library never does.
+
+    python3 benchmarks/bench_cuda.py --repeats 7
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import nbxtensor as nbx
+from nbxtensor import ops, program
+from nbxtensor.backend import runtime
+
+
+def timed(fn, sync, repeats, inner):
+    fn()
+    sync()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - start) / inner)
+    return statistics.median(samples)
+
+
+def ours_sync():
+    runtime.synchronize()
+
+
+def torch_sync():
+    torch.cuda.synchronize()
+
+
+def gemm_rows(repeats):
+    rows = []
+    for n in (4096, 8192):
+        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+        ta, tb = nbx.from_dlpack(a), nbx.from_dlpack(b)
+        inner = 20 if n == 4096 else 5
+        mine = timed(lambda: ops.matmul(ta, tb), ours_sync, repeats, inner)
+        theirs = timed(lambda: torch.matmul(a, b), torch_sync, repeats, inner)
+        flops = 2.0 * n**3
+        rows.append((f"matmul bf16 {n}^3", mine, theirs, f"{flops / mine / 1e12:.0f} TFLOP/s"))
+    return rows
+
+
+def copy_bandwidth(repeats, numel):
+    x = torch.randn(numel, device="cuda", dtype=torch.float32)
+    y = torch.empty_like(x)
+    seconds = timed(lambda: y.copy_(x), torch_sync, repeats, 10)
+    return 2 * x.numel() * 4 / seconds
+
+
+def memory_rows(repeats, numel, copy_bw):
+    """(name, our seconds, torch seconds, our bandwidth as a share of the copy's)."""
+    rows = []
+    x = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
+    y = torch.randn(numel, device="cuda", dtype=torch.bfloat16)
+    tx, ty = nbx.from_dlpack(x), nbx.from_dlpack(y)
+    width = 4096
+    m = x.reshape(-1, width)
+    tm = nbx.from_dlpack(m)
+    w = torch.randn(width, device="cuda", dtype=torch.bfloat16)
+    tw = nbx.from_dlpack(w)
+    bytes_2d = 2 * m.numel() * 2
+    cases = [
+        ("add bf16", lambda: ops.add(tx, ty), lambda: torch.add(x, y), 3 * numel * 2),
+        ("cast bf16->f32", lambda: ops.cast(tx, "float32"), lambda: x.float(), numel * 2 + numel * 4),
+        ("rms_norm bf16 rows of 4096", lambda: ops.rms_norm(tm, tw, eps=1e-6),
+         lambda: torch.nn.functional.rms_norm(m, (width,), w, 1e-6), bytes_2d),
+        ("softmax bf16 rows of 4096", lambda: ops.softmax(tm, axis=-1), lambda: torch.softmax(m, -1), bytes_2d),
+    ]
+    for name, mine_fn, theirs_fn, moved in cases:
+        try:
+            mine = timed(mine_fn, ours_sync, repeats, 10)
+        except (ValueError, RuntimeError) as e:
+            rows.append((name, None, None, f"not measured: {e}"))
+            continue
+        theirs = timed(theirs_fn, torch_sync, repeats, 10)
+        rows.append((name, mine, theirs, f"{moved / mine / 1e12:.2f} TB/s = {moved / mine / copy_bw:.0%} of copy"))
+    return rows
+
+
+def launch_rows(repeats, chain=1000):
+    x = nbx.from_dlpack(torch.randn(16, device="cuda"))
+
+    def model(t):
+        for _ in range(chain):
+            t = ops.neg(t)
+        return t
+
+    def host_only(fn):
+        fn()
+        ours_sync()
+        samples = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+            ours_sync()
+        return statistics.median(samples) / chain
+
+    eager_host = host_only(lambda: model(x))
+    eager_wall = timed(lambda: model(x), ours_sync, repeats, 1) / chain
+    replay = program.trace(model, x).executable().capture(x)
+    replay_host = host_only(lambda: replay.run(x))
+    replay_wall = timed(lambda: replay.run(x), ours_sync, repeats, 1) / chain
+    return eager_host, eager_wall, replay_host, replay_wall
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--numel", type=int, default=1 << 28, help="elements of the memory-bound rows")
+    args = parser.parse_args()
+    print(f"device: {runtime.devices()[0]['name']}, {runtime.gpu_runtime()}, torch {torch.__version__}")
+    copy_bw = copy_bandwidth(args.repeats, args.numel)
+    print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
+    print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
+    for name, mine, theirs, note in gemm_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw):
+        if mine is None:
+            print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
+            continue
+        print(f"{name:<30}{mine * 1e3:>10.3f}ms{theirs * 1e3:>10.3f}ms{theirs / mine:>7.2f}x  {note}")
+    eager_host, eager_wall, replay_host, replay_wall = launch_rows(args.repeats)
+    print(f"{'per kernel, eager (1000 neg)':<30} host {eager_host * 1e6:.2f} us, wall {eager_wall * 1e6:.2f} us")
+    print(f"{'per node, CUDA graph replay':<30} host {replay_host * 1e6:.3f} us, wall {replay_wall * 1e6:.2f} us")
+
+
+if __name__ == "__main__":
+    main()

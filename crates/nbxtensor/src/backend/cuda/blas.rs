@@ -1,0 +1,430 @@
+//! Matrix products on the GPU through cuBLASLt: `matmul` (numpy's rules, batch dims broadcast,
+//! transposes as attributes) and `linear` (`x · weightᵀ + bias`, the bias added by cuBLASLt's
+//! epilogue), on float32, float16 and bfloat16 with float32 accumulation. TF32 is off: float32
+//! products are computed in full float32.
+//!
+//! The row-major product `C = A · B` is computed as the column-major `Cᵀ = Bᵀ · Aᵀ`; each
+//! operand is read in place through its strides when one of its two matrix dims has unit
+//! stride (a transposed view is a transposed operand), and its batch dims collapse to one
+//! stride (a broadcast operand has stride 0); otherwise the product runs once per batch
+//! matrix. An operand with no unit-stride matrix dim is refused: make it contiguous first.
+//!
+//! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
+//! kernel's widening buffer.
+
+use super::declared::CudaKernel;
+use super::launch::device_context;
+use crate::backend::CapabilityTable;
+use crate::dtype::DType;
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::memory::cuda::{preload, CudaLibrary};
+use crate::memory::Device;
+use crate::tensor::Tensor;
+use cudarc::cublaslt::sys;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+
+/// The workspace every GPU matrix product declares (what cuBLASLt asks for on Hopper).
+pub const WORKSPACE_BYTES: u64 = 32 << 20;
+
+/// Every cuBLASLt entry point this build calls.
+const CUBLASLT_SYMBOLS: &[&str] = &[
+    "cublasLtCreate",
+    "cublasLtMatmul",
+    "cublasLtMatmulAlgoGetHeuristic",
+    "cublasLtMatmulDescCreate",
+    "cublasLtMatmulDescSetAttribute",
+    "cublasLtMatmulPreferenceCreate",
+    "cublasLtMatmulPreferenceSetAttribute",
+    "cublasLtMatrixLayoutCreate",
+    "cublasLtMatrixLayoutSetAttribute",
+    "cublasLtGetStatusName",
+];
+
+fn check(status: sys::cublasStatus_t, call: &str) -> Result<()> {
+    if status == sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: returns a static string for any status.
+    let name = unsafe { std::ffi::CStr::from_ptr(sys::cublasLtGetStatusName(status)) };
+    Err(KernelError::Device(format!("{call} failed: {}", name.to_string_lossy())))
+}
+
+/// The cuBLASLt handle of a device (made at first use, after the library and its entry points
+/// are found).
+fn handle(device: Device) -> Result<sys::cublasLtHandle_t> {
+    static LIBRARY: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    LIBRARY
+        .get_or_init(|| {
+            preload(CudaLibrary::CublasLt).map_err(|e| format!("cuBLASLt is not available: {e}"))?;
+            // SAFETY: the library is loaded, so culib() finds it by name.
+            let lib = unsafe { sys::culib() };
+            for name in CUBLASLT_SYMBOLS {
+                // SAFETY: looking a symbol up has no side effect.
+                if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
+                    return Err(format!("cuBLASLt is not usable: its library has no entry point {name}"));
+                }
+            }
+            Ok(())
+        })
+        .clone()
+        .map_err(KernelError::Device)?;
+    static HANDLES: OnceLock<Mutex<HashMap<u32, usize>>> = OnceLock::new();
+    let mut handles = HANDLES.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&h) = handles.get(&device.index) {
+        return Ok(h as sys::cublasLtHandle_t);
+    }
+    device_context(device)?;
+    let mut h: sys::cublasLtHandle_t = std::ptr::null_mut();
+    // SAFETY: the device's context is current; the pointer is valid.
+    check(unsafe { sys::cublasLtCreate(&mut h) }, "cublasLtCreate")?;
+    handles.insert(device.index, h as usize);
+    Ok(h)
+}
+
+fn data_type(dtype: DType) -> Result<sys::cudaDataType_t> {
+    match dtype {
+        DType::Float32 => Ok(sys::cudaDataType_t::CUDA_R_32F),
+        DType::Float16 => Ok(sys::cudaDataType_t::CUDA_R_16F),
+        DType::Bfloat16 => Ok(sys::cudaDataType_t::CUDA_R_16BF),
+        other => Err(KernelError::Missing { op: "matmul".into(), dtype: other.name().into(), backend: "cuda".into() }),
+    }
+}
+
+/// One operand as a (batch of) matrices: rows × cols with their strides, in elements.
+struct Matrix {
+    rows: i64,
+    cols: i64,
+    row_stride: i64,
+    col_stride: i64,
+    batch: Vec<i64>,
+    batch_strides: Vec<i64>,
+}
+
+fn matrix(t: &Tensor, left: bool, transposed: bool) -> Matrix {
+    let (shape, strides) = (t.shape(), t.strides());
+    let nd = shape.len();
+    if nd == 1 {
+        let (rows, cols, row_stride, col_stride) =
+            if left { (1, shape[0], 0, strides[0]) } else { (shape[0], 1, strides[0], 0) };
+        return Matrix { rows, cols, row_stride, col_stride, batch: Vec::new(), batch_strides: Vec::new() };
+    }
+    let (mut rows, mut cols, mut row_stride, mut col_stride) =
+        (shape[nd - 2], shape[nd - 1], strides[nd - 2], strides[nd - 1]);
+    if transposed {
+        (rows, cols, row_stride, col_stride) = (cols, rows, col_stride, row_stride);
+    }
+    Matrix {
+        rows,
+        cols,
+        row_stride,
+        col_stride,
+        batch: shape[..nd - 2].to_vec(),
+        batch_strides: strides[..nd - 2].to_vec(),
+    }
+}
+
+/// A stored matrix as cuBLASLt reads it (column-major): its op, rows, cols and leading dim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Stored {
+    transposed: bool,
+    rows: i64,
+    cols: i64,
+    ld: i64,
+}
+
+/// How cuBLASLt reads `x`, the row-major `r × c` factor whose column-major transpose
+/// (`c × r`) enters the product; refused without a unit-stride dim.
+fn stored(op: &str, which: &str, x: &Matrix) -> Result<Stored> {
+    let (r, c) = (x.rows, x.cols);
+    if x.col_stride == 1 || c <= 1 {
+        // row-major with leading dim row_stride: column-major c × r, as is
+        return Ok(Stored { transposed: false, rows: c, cols: r, ld: x.row_stride.max(c).max(1) });
+    }
+    if x.row_stride == 1 || r <= 1 {
+        // column-major r × c with leading dim col_stride: transposed
+        return Ok(Stored { transposed: true, rows: r, cols: c, ld: x.col_stride.max(r).max(1) });
+    }
+    Err(KernelError::Invalid(format!(
+        "{op} on cuda: operand {which} has no unit-stride matrix dim (strides {} and {}); make it contiguous first",
+        x.row_stride, x.col_stride
+    )))
+}
+
+/// The strides of `x` along the output's batch dims (0 where it is broadcast).
+fn along(x: &Matrix, batch: &[i64]) -> Vec<i64> {
+    let skip = batch.len() - x.batch.len();
+    (0..batch.len())
+        .map(|i| match i.checked_sub(skip) {
+            Some(j) if x.batch[j] != 1 => x.batch_strides[j],
+            _ => 0,
+        })
+        .collect()
+}
+
+/// One stride for the flattened batch, when the strides allow it.
+fn flat(strides: &[i64], batch: &[i64]) -> Option<i64> {
+    if strides.iter().all(|&s| s == 0) {
+        return Some(0);
+    }
+    for i in 0..strides.len().saturating_sub(1) {
+        if batch[i] > 1 && strides[i] != strides[i + 1] * batch[i + 1] {
+            return None;
+        }
+    }
+    strides.last().copied()
+}
+
+/// The cuBLASLt objects of one product shape, made once and reused.
+#[derive(Clone, Copy)]
+struct Prepared {
+    desc: usize,
+    layouts: [usize; 3],
+    algo: sys::cublasLtMatmulAlgo_t,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ShapeKey {
+    device: u32,
+    dtype: DType,
+    x: Stored,
+    y: Stored,
+    out: (i64, i64),
+    batch: i32,
+    strides: (i64, i64, i64),
+    bias: bool,
+}
+
+fn layout(dtype: sys::cudaDataType_t, rows: i64, cols: i64, ld: i64, batch: i32, stride: i64) -> Result<usize> {
+    let mut l: sys::cublasLtMatrixLayout_t = std::ptr::null_mut();
+    // SAFETY: pointers are valid; the attributes' sizes match their types.
+    unsafe {
+        check(
+            sys::cublasLtMatrixLayoutCreate(&mut l, dtype, rows as u64, cols as u64, ld),
+            "cublasLtMatrixLayoutCreate",
+        )?;
+        if batch > 1 {
+            let set = |attr, value: *const c_void, size| {
+                check(sys::cublasLtMatrixLayoutSetAttribute(l, attr, value, size), "cublasLtMatrixLayoutSetAttribute")
+            };
+            set(
+                sys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                (&batch as *const i32).cast(),
+                4,
+            )?;
+            set(
+                sys::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                (&stride as *const i64).cast(),
+                8,
+            )?;
+        }
+    }
+    Ok(l as usize)
+}
+
+fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
+    static PREPARED: OnceLock<Mutex<HashMap<ShapeKey, Prepared>>> = OnceLock::new();
+    let mut prepared = PREPARED.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = prepared.get(key) {
+        return Ok(*p);
+    }
+    let t = data_type(key.dtype)?;
+    let mut desc: sys::cublasLtMatmulDesc_t = std::ptr::null_mut();
+    // SAFETY: pointers are valid; attribute sizes match their types.
+    unsafe {
+        check(
+            sys::cublasLtMatmulDescCreate(
+                &mut desc,
+                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                sys::cudaDataType_t::CUDA_R_32F,
+            ),
+            "cublasLtMatmulDescCreate",
+        )?;
+        let set = |attr, value: *const c_void, size| {
+            check(sys::cublasLtMatmulDescSetAttribute(desc, attr, value, size), "cublasLtMatmulDescSetAttribute")
+        };
+        let (op_x, op_y) = (i32::from(key.x.transposed), i32::from(key.y.transposed));
+        set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA, (&op_x as *const i32).cast(), 4)?;
+        set(sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB, (&op_y as *const i32).cast(), 4)?;
+        if key.bias {
+            let epilogue = sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS;
+            set(
+                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
+                (&epilogue as *const sys::cublasLtEpilogue_t).cast(),
+                std::mem::size_of::<sys::cublasLtEpilogue_t>(),
+            )?;
+        }
+    }
+    let layouts = [
+        layout(t, key.x.rows, key.x.cols, key.x.ld, key.batch, key.strides.0)?,
+        layout(t, key.y.rows, key.y.cols, key.y.ld, key.batch, key.strides.1)?,
+        layout(t, key.out.0, key.out.1, key.out.0.max(1), key.batch, key.strides.2)?,
+    ];
+    let mut preference: sys::cublasLtMatmulPreference_t = std::ptr::null_mut();
+    let mut result: sys::cublasLtMatmulHeuristicResult_t = unsafe { std::mem::zeroed() };
+    let mut found = 0i32;
+    // SAFETY: the objects were made above; pointers are valid.
+    unsafe {
+        check(sys::cublasLtMatmulPreferenceCreate(&mut preference), "cublasLtMatmulPreferenceCreate")?;
+        let limit = WORKSPACE_BYTES as usize;
+        check(
+            sys::cublasLtMatmulPreferenceSetAttribute(
+                preference,
+                sys::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                (&limit as *const usize).cast(),
+                std::mem::size_of::<usize>(),
+            ),
+            "cublasLtMatmulPreferenceSetAttribute",
+        )?;
+        let l = |i: usize| layouts[i] as sys::cublasLtMatrixLayout_t;
+        check(
+            sys::cublasLtMatmulAlgoGetHeuristic(
+                handle,
+                desc,
+                l(0),
+                l(1),
+                l(2),
+                l(2),
+                preference,
+                1,
+                &mut result,
+                &mut found,
+            ),
+            "cublasLtMatmulAlgoGetHeuristic",
+        )?;
+    }
+    if found == 0 {
+        return Err(KernelError::Device("cublasLtMatmulAlgoGetHeuristic found no algorithm for this product".into()));
+    }
+    let p = Prepared { desc: desc as usize, layouts, algo: result.algo };
+    prepared.insert(key.clone(), p);
+    Ok(p)
+}
+
+fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+    let op = kernel.op;
+    let linear = op == "linear";
+    let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
+    let (ta, tb) = if linear {
+        (false, true)
+    } else {
+        (kernel.attrs.bool(op, "transpose_a", Some(false))?, kernel.attrs.bool(op, "transpose_b", Some(false))?)
+    };
+    let (ma, mb) = (matrix(a, true, ta), matrix(b, false, tb));
+    let (m, n, k) = (ma.rows, mb.cols, ma.cols);
+    if m == 0 || n == 0 || y.numel() == 0 {
+        return Ok(());
+    }
+    let device = y.device();
+    let bias = launch.inputs.get(2);
+    if k == 0 {
+        if bias.is_some() {
+            return Err(KernelError::Invalid(format!("{op} on cuda: an empty contraction (k = 0) with a bias")));
+        }
+        let bytes = y.numel() as usize * y.dtype().itemsize().map_err(crate::tensor::TensorError::from)?;
+        let allocator = crate::memory::cuda::cuda_allocator(device.index).map_err(crate::tensor::TensorError::from)?;
+        return allocator.zero(y.data_ptr() as u64, bytes).map_err(|e| KernelError::Tensor(e.into()));
+    }
+    if let Some(bias) = bias {
+        if bias.strides() != [1] && bias.numel() > 1 {
+            return Err(KernelError::Invalid(format!("{op} on cuda: the bias must be contiguous; copy it first")));
+        }
+    }
+    let out_batch = crate::shape::broadcast_shapes(&[&ma.batch, &mb.batch])
+        .map_err(|e| KernelError::Invalid(format!("{op}: batch dims: {e}")))?;
+    let batch_count: i64 = out_batch.iter().product();
+    // column-major: Dᵀ (n × m) = X (from b) · Y (from a)
+    let (x, yy) = (stored(op, "b", &mb)?, stored(op, "a", &ma)?);
+    let (sx, sy) = (along(&mb, &out_batch), along(&ma, &out_batch));
+    let itemsize = y.dtype().itemsize().map_err(crate::tensor::TensorError::from)? as u64;
+    let handle = handle(device)?;
+    let stream = device_context(device)?.stream() as sys::cudaStream_t;
+    let (alpha, beta) = (1f32, 0f32);
+    let product = |batch: i32, strides: (i64, i64, i64), offsets: (i64, i64, i64)| -> Result<()> {
+        let key = ShapeKey {
+            device: device.index,
+            dtype: kernel.dtype,
+            x,
+            y: yy,
+            out: (n, m),
+            batch,
+            strides,
+            bias: bias.is_some(),
+        };
+        let p = prepare(&key, handle)?;
+        let desc = p.desc as sys::cublasLtMatmulDesc_t;
+        if let Some(bias) = bias {
+            let pointer = bias.data_ptr() as u64;
+            // SAFETY: the descriptor is ours; the size matches a device pointer.
+            check(
+                unsafe {
+                    sys::cublasLtMatmulDescSetAttribute(
+                        desc,
+                        sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                        (&pointer as *const u64).cast(),
+                        8,
+                    )
+                },
+                "cublasLtMatmulDescSetAttribute",
+            )?;
+        }
+        let l = |i: usize| p.layouts[i] as sys::cublasLtMatrixLayout_t;
+        let at = |t: &Tensor, offset: i64| (t.data_ptr() as u64 + offset as u64 * itemsize) as *const c_void;
+        // SAFETY: every pointer addresses the launch's tensors within their layouts (checked
+        // when the layouts were derived); the workspace holds WORKSPACE_BYTES on the device.
+        check(
+            unsafe {
+                sys::cublasLtMatmul(
+                    handle,
+                    desc,
+                    (&alpha as *const f32).cast(),
+                    at(b, offsets.0),
+                    l(0),
+                    at(a, offsets.1),
+                    l(1),
+                    (&beta as *const f32).cast(),
+                    at(y, offsets.2),
+                    l(2),
+                    at(y, offsets.2) as *mut c_void,
+                    l(2),
+                    &p.algo,
+                    launch.workspace.device_ptr() as *mut c_void,
+                    launch.workspace.len(),
+                    stream,
+                )
+            },
+            "cublasLtMatmul",
+        )
+    };
+    match (flat(&sx, &out_batch), flat(&sy, &out_batch)) {
+        (Some(fx), Some(fy)) => product(batch_count as i32, (fx, fy, m * n), (0, 0, 0)),
+        _ => {
+            // one product per batch matrix, at its offsets
+            for index in 0..batch_count {
+                let (mut rest, mut ox, mut oy) = (index, 0, 0);
+                for d in (0..out_batch.len()).rev() {
+                    let i = rest % out_batch[d];
+                    rest /= out_batch[d];
+                    ox += i * sx[d];
+                    oy += i * sy[d];
+                }
+                product(1, (0, 0, 0), (ox, oy, index * m * n))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn workspace(_: &CudaKernel, _: &[TensorMeta]) -> Result<u64> {
+    Ok(WORKSPACE_BYTES)
+}
+
+/// Registers matmul and linear on the float dtypes.
+pub fn register(table: &mut CapabilityTable) {
+    let dtypes = [DType::Float32, DType::Float16, DType::Bfloat16];
+    table
+        .register("matmul", &dtypes, |dtype, attrs| CudaKernel::with_workspace("matmul", dtype, attrs, run, workspace));
+    table
+        .register("linear", &dtypes, |dtype, attrs| CudaKernel::with_workspace("linear", dtype, attrs, run, workspace));
+}

@@ -1,0 +1,24 @@
+"""The GPU backend in force: which one (``gpu_backend``), its runtime, devices, capability
+table and memory, binding a tensor's device, and waiting for queued GPU work."""
+
+from nbxtensor._core import runtime as _core
+
+gpu_backend = _core.gpu_backend
+unavailable_reason = _core.unavailable_reason
+gpu_runtime = _core.gpu_runtime
+devices = _core.devices
+backend_table = _core.backend_table
+device_memory = _core.device_memory
+set_device = _core.set_device
+synchronize = _core.synchronize
+
+__all__ = [
+    "gpu_backend",
+    "unavailable_reason",
+    "gpu_runtime",
+    "devices",
+    "backend_table",
+    "device_memory",
+    "set_device",
+    "synchronize",
+]

@@ -1,0 +1,100 @@
+"""GPU tensors from Python: moves, ops against numpy, DLPack with torch (in a child process,
+since the library never imports torch), the runtime module. Every test that needs a GPU
+skips, saying why, where there is none; the runtime's answers without a GPU are tested too."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbxtensor as nbx
+from nbxtensor import ops
+from nbxtensor.backend import runtime
+
+GPU = runtime.gpu_backend() == "cuda"
+needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA device: {runtime.unavailable_reason()}")
+
+
+def test_runtime_answers_with_or_without_a_gpu():
+    if GPU:
+        assert runtime.unavailable_reason() is None
+        assert runtime.gpu_runtime().startswith("CUDA driver ")
+        (first, *_) = runtime.devices()
+        assert first["index"] == 0 and first["arch"].startswith("sm_") and first["total_memory"] > 0
+        free, total = runtime.device_memory()
+        assert 0 < free <= total == first["total_memory"]
+    else:
+        assert runtime.gpu_backend() is None
+        assert runtime.unavailable_reason().startswith("CUDA is not")
+        assert runtime.devices() == []
+        with pytest.raises(RuntimeError, match="CUDA is not"):
+            runtime.gpu_runtime()
+        with pytest.raises(ValueError, match="CUDA is not"):
+            nbx.asarray(np.ones(3, np.float32)).to("cuda")
+    table = runtime.backend_table("cuda")
+    assert table.startswith("cuda backend:") and "matmul" in table and "float32" in table
+    assert "cpu backend:" in runtime.backend_table()
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        runtime.backend_table("tpu")
+    with pytest.raises(ValueError, match="not a GPU"):
+        runtime.device_memory("cpu")
+
+
+@needs_gpu
+def test_tensors_move_to_the_gpu_and_back():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((33, 17), dtype=np.float32)
+    t = nbx.asarray(x).to("cuda")
+    assert t.device == "cuda:0" and t.__dlpack_device__() == (2, 0)
+    with pytest.raises(ValueError, match="copy it to the host first"):
+        t.numpy()
+    back = t.to("cpu")
+    np.testing.assert_array_equal(back.numpy(), x)
+    view = t.transpose(0, 1)[3:9]
+    np.testing.assert_array_equal(view.to("cpu").numpy(), x.T[3:9])
+
+
+@needs_gpu
+def test_ops_on_the_gpu_match_numpy():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((64, 48), dtype=np.float32)
+    b = rng.standard_normal((48, 40), dtype=np.float32)
+    ta, tb = nbx.asarray(a).to("cuda"), nbx.asarray(b).to("cuda")
+    product = ops.matmul(ta, tb)
+    assert product.device == "cuda:0"
+    np.testing.assert_allclose(product.to("cpu").numpy(), a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ops.exp(ta).to("cpu").numpy(), np.exp(a.astype(np.float64)), rtol=2e-6)
+    with pytest.raises(ValueError, match="lives on cpu"):
+        ops.matmul(ta, nbx.asarray(b))
+
+
+@needs_gpu
+def test_programs_replay_cuda_graphs_from_python():
+    from nbxtensor import program
+
+    rng = np.random.default_rng(3)
+    x = nbx.asarray(rng.standard_normal((4, 32), dtype=np.float32)).to("cuda")
+
+    def model(t):
+        for _ in range(10):
+            t = ops.tanh(t)
+        return t
+
+    replay = program.trace(model, x).executable().capture(x)
+    y = nbx.asarray(rng.standard_normal((4, 32), dtype=np.float32)).to("cuda")
+    np.testing.assert_array_equal(replay.run(y).to("cpu").numpy(), model(y).to("cpu").numpy())
+
+
+@needs_gpu
+def test_dlpack_with_torch_both_ways():
+    """Run in a child process: torch.from_dlpack on an nbxtensor tensor and
+    nbxtensor.from_dlpack on a torch tensor, zero-copy, on the GPU."""
+    script = Path(__file__).with_name("cuda_dlpack_torch.py")
+    child = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=dict(os.environ))
+    if child.returncode == 3:
+        pytest.skip(child.stdout.strip())
+    assert child.returncode == 0, child.stdout + child.stderr
+    assert "zero-copy both ways" in child.stdout
