@@ -178,6 +178,9 @@ fn decode_splits_long_caches_and_combines_them_deterministically() {
             assert!(got.iter().zip(&again).all(|(x, y)| x.to_bits() == y.to_bits()), "{what}: runs differ");
         }
     }
+    // no key at all: zeros, as on the CPU
+    let [q, k, v] = operands(&mut draw, DType::Float16, [1, 2, 1, 3, 0, 8, 8]);
+    assert_eq!(on_gpu(device, &Attrs::new(), &[&q, &k, &v]), vec![0.0; 2 * 3 * 8]);
     // every key masked: zeros, as on the CPU
     let [q, k, v] = operands(&mut draw, DType::Float32, [1, 1, 1, 1, 700, 16, 16]);
     let mask = host(&vec![f64::NEG_INFINITY; 700], &[700], DType::Float32);

@@ -175,6 +175,15 @@ fn reductions_read_strided_views_and_handle_edges() {
     let err = ops::call("max", &axes(&[1]), &[&empty]).unwrap_err().to_string();
     assert!(err.starts_with("max:"), "{err}");
     assert_eq!(call("sum", &axes(&[0]), &[&empty]).shape(), &[0]);
+    // no axis reduced: every element is its own output
+    let x = host(&draw.uniform(12, -1.0, 1.0), &[3, 4], DType::Float16);
+    for op in ["sum", "mean", "max", "min"] {
+        assert_same(
+            &format!("{op} over no axis"),
+            &values(&call(op, &axes(&[]), &[&x.to(device).unwrap()])),
+            &values(&x),
+        );
+    }
     // one element, and a bad axis named by the op
     let one = host(&[0.75], &[1, 1], DType::Bfloat16).to(device).unwrap();
     assert_eq!(values(&call("sum", &Attrs::new(), &[&one])), vec![0.75]);
