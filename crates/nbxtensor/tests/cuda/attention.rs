@@ -89,14 +89,16 @@ fn prefill_matches_the_definition_and_the_cpu() {
     let Some(device) = gpu("prefill_matches_the_definition_and_the_cpu") else { return };
     let mut draw = Draw::new(51);
     // [b, hq, hk, sq, sk, d, dv], causal: grouped heads; keys beyond a tile; sq > sk (rows
-    // that see nothing); a value width past one slice of 256 columns; one query row and key
-    let cases: [([i64; 7], bool); 6] = [
+    // that see nothing); a value width past one slice of 256 columns; one query row and key;
+    // a head dim that is not a multiple of 4 (single-float reads of the key tile)
+    let cases: [([i64; 7], bool); 7] = [
         ([2, 4, 2, 37, 37, 64, 64], true),
         ([1, 3, 3, 20, 50, 40, 24], false),
         ([1, 2, 1, 10, 6, 16, 16], true),
         ([1, 2, 2, 5, 40, 32, 300], true),
         ([2, 2, 1, 1, 1, 8, 8], false),
         ([1, 1, 1, 3, 100, 256, 128], false),
+        ([1, 2, 1, 9, 45, 7, 5], true),
     ];
     for (sizes, causal) in cases {
         for dtype in FLOATS {

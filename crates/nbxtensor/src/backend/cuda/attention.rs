@@ -141,7 +141,9 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         let blocks = grid_extent("sdpa", b * hq, 1, i32::MAX as u32)?;
         return combine.launch([blocks, 1, 1], [COMBINE_THREADS, 1, 1], 0, &mut args);
     }
-    let shared = 4 * (QUERY_ROWS as u64 * d + KEY_TILE * (d + 1) + KEY_TILE * width);
+    // the key tile's rows: d + 4 floats when d is a multiple of 4 (16-byte rows), else d + 1
+    let key_stride = if d % 4 == 0 { d + 4 } else { d + 1 };
+    let shared = 4 * (QUERY_ROWS as u64 * d + KEY_TILE * key_stride + KEY_TILE * width);
     let f = function(device, &SOURCE, &format!("attention_prefill_{dt}"))?;
     allow(&f, shared)?;
     args.ptr(device_ptr(out));

@@ -11,8 +11,9 @@
 //   attention_prefill_<dt>(q, Strides qs, k, ks, v, vs, mask, ms, Sizes z, float scale, T* out)
 //     flash-attention style: a block per (16 query rows, head, batch × dv slice); tiles of 32
 //     keys and values in shared memory; an online softmax per row (4 rows per warp, a lane
-//     per key of the tile for the scores, 8 output columns per lane for the values).
-//     Dynamic shared memory: 4·(16·d + 32·(d + 1) + 32·min(dv, 256)) bytes.
+//     per key of the tile for the scores, 8 output columns per lane for the values; each
+//     read of a key or value serves the warp's 4 rows). Dynamic shared memory:
+//     4·(16·d + 32·(d + 4 if d % 4 == 0 else d + 1) + 32·min(dv, 256)) bytes.
 //   attention_decode_<dt>(same operands, float* partials, int splits)
 //     split-K for one query row over a long KV: a block per (split of 256 keys, head,
 //     batch × dv slice) writes its partial (max, sum, acc[dv]) to `partials`
@@ -72,6 +73,10 @@ __device__ __forceinline__ float attention_weight(float score, float top) {
     return top == NBX_NEG_INF ? 0.0f : expf(score - top);
 }
 
+// The row stride of the prefill kernel's key tile: d + 4 floats when d is a multiple of 4 (rows
+// of 16-byte words; lanes' rows fall on different banks), else d + 1.
+__device__ __forceinline__ int attention_key_stride(int d) { return d % 4 == 0 ? d + 4 : d + 1; }
+
 template <typename S>
 __device__ void attention_prefill(const typename S::T* q, Strides qs, const typename S::T* k, Strides ks,
                                   const typename S::T* v, Strides vs, const typename S::T* mask, Strides ms, Sizes z,
@@ -79,8 +84,8 @@ __device__ void attention_prefill(const typename S::T* q, Strides qs, const type
     extern __shared__ float smem[];
     const int d = z.d;
     float* Qs = smem;                     // [BQ][d]
-    float* Ks = Qs + NBX_BQ * d;          // [BK][d + 1]
-    float* Vs = Ks + NBX_BK * (d + 1);    // [BK][width]
+    float* Ks = Qs + NBX_BQ * d;                             // [BK][key stride]
+    float* Vs = Ks + NBX_BK * attention_key_stride(d);       // [BK][width]
     int slices = (z.dv + NBX_SLICE - 1) / NBX_SLICE;
     int batch = blockIdx.z / slices, slice = blockIdx.z % slices;
     int h = blockIdx.y, kvh = h / (z.hq / z.hk);
@@ -104,11 +109,12 @@ __device__ void attention_prefill(const typename S::T* q, Strides qs, const type
         for (int t = 0; t < NBX_PER_LANE; ++t) acc[r][t] = 0.0f;
     }
 
+    const int kd = attention_key_stride(d);
     for (int t0 = 0; t0 < keys; t0 += NBX_BK) {
         __syncthreads();  // the previous tile is consumed (and Q is written, the first time)
         for (int e = threadIdx.x; e < NBX_BK * d; e += blockDim.x) {
             int j = e / d, c = e % d, key = t0 + j;
-            Ks[j * (d + 1) + c] = key < z.sk ? S::load(k[attention_at(ks, batch, kvh, key, c)]) : 0.0f;
+            Ks[j * kd + c] = key < z.sk ? S::load(k[attention_at(ks, batch, kvh, key, c)]) : 0.0f;
         }
         for (int e = threadIdx.x; e < NBX_BK * width; e += blockDim.x) {
             int j = e / width, c = e % width, key = t0 + j;
@@ -116,17 +122,30 @@ __device__ void attention_prefill(const typename S::T* q, Strides qs, const type
         }
         __syncthreads();
 
+        // the scores of the warp's rows against key t0 + lane: each read of K serves 4 rows
         float s[NBX_ROWS];
 #pragma unroll
         for (int r = 0; r < NBX_ROWS; ++r) s[r] = 0.0f;
-        const float* krow = Ks + lane * (d + 1);
+        const float* krow = Ks + lane * kd;
         const float* qrow = Qs + warp * NBX_ROWS * d;
-        for (int c = 0; c < d; ++c) {
-            float kc = krow[c];
+        if (d % 4 == 0) {
+            for (int c = 0; c < d; c += 4) {
+                float4 kc = *reinterpret_cast<const float4*>(krow + c);
 #pragma unroll
-            for (int r = 0; r < NBX_ROWS; ++r) s[r] += qrow[r * d + c] * kc;
+                for (int r = 0; r < NBX_ROWS; ++r) {
+                    float4 qc = *reinterpret_cast<const float4*>(qrow + r * d + c);
+                    s[r] += qc.x * kc.x + qc.y * kc.y + qc.z * kc.z + qc.w * kc.w;
+                }
+            }
+        } else {
+            for (int c = 0; c < d; ++c) {
+                float kc = krow[c];
+#pragma unroll
+                for (int r = 0; r < NBX_ROWS; ++r) s[r] += qrow[r * d + c] * kc;
+            }
         }
         int key = t0 + lane;
+        float p[NBX_ROWS];
 #pragma unroll
         for (int r = 0; r < NBX_ROWS; ++r) {
             int i = q0 + warp * NBX_ROWS + r;
@@ -136,20 +155,27 @@ __device__ void attention_prefill(const typename S::T* q, Strides qs, const type
             score = seen ? score : NBX_NEG_INF;
             float top = fmaxf(m[r], attention_warp_max(score));
             float alpha = attention_rescale(m[r], top);
-            float p = attention_weight(score, top);
-            l[r] = l[r] * alpha + attention_warp_sum(p);
+            p[r] = attention_weight(score, top);
+            l[r] = l[r] * alpha + attention_warp_sum(p[r]);
 #pragma unroll
             for (int t = 0; t < NBX_PER_LANE; ++t) acc[r][t] *= alpha;
-            for (int j = 0; j < NBX_BK; ++j) {
-                float pj = __shfl_sync(NBX_FULL, p, j);
-                const float* vrow = Vs + j * width;
+            m[r] = top;
+        }
+        // the weighted values: each read of V serves 4 rows
+        for (int j = 0; j < NBX_BK; ++j) {
+            float pj[NBX_ROWS];
 #pragma unroll
-                for (int t = 0; t < NBX_PER_LANE; ++t) {
-                    int c = lane + 32 * t;
-                    if (c < width) acc[r][t] += pj * vrow[c];
+            for (int r = 0; r < NBX_ROWS; ++r) pj[r] = __shfl_sync(NBX_FULL, p[r], j);
+            const float* vrow = Vs + j * width;
+#pragma unroll
+            for (int t = 0; t < NBX_PER_LANE; ++t) {
+                int c = lane + 32 * t;
+                if (c < width) {
+                    float vc = vrow[c];
+#pragma unroll
+                    for (int r = 0; r < NBX_ROWS; ++r) acc[r][t] += pj[r] * vc;
                 }
             }
-            m[r] = top;
         }
     }
 
