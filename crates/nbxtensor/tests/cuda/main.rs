@@ -2,8 +2,11 @@
 //! CPU backend and a float64 reference, matrix products, programs and CUDA graphs. Each test
 //! that needs a device skips, saying so, where there is none.
 
+mod attention;
 mod common;
 mod elementwise;
 mod gather;
 mod program;
+mod quant;
+mod rows;
 mod unary;

@@ -8,6 +8,7 @@
 //! traces and prices CUDA programs on a machine without one; a launch looks the device up and
 //! says why when it is absent.
 
+mod attention;
 mod binary;
 mod blas;
 mod cast;
@@ -15,19 +16,28 @@ mod compare;
 mod compile;
 mod copy;
 mod declared;
+mod dims;
 mod gather;
 mod graph;
 mod grid;
 mod indexer;
 mod launch;
 mod random;
+mod norm;
+mod quant;
+mod reduce;
+mod rope;
 mod select;
+mod softmax;
 mod source;
 mod unary;
 
 pub use blas::WORKSPACE_BYTES as MATMUL_WORKSPACE_BYTES;
 pub use compile::{compile, cubin, nvrtc_version, Origin, OPTIONS};
 pub use declared::{CudaKernel, DeviceWorkspace, Run};
+pub use dims::{
+    aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX,
+};
 pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
@@ -59,6 +69,12 @@ pub fn catalogue() -> &'static CapabilityTable {
         cast::register(&mut table);
         copy::register(&mut table);
         gather::register(&mut table);
+        reduce::register(&mut table);
+        softmax::register(&mut table);
+        norm::register(&mut table);
+        rope::register(&mut table);
+        attention::register(&mut table);
+        quant::register(&mut table);
         table
     })
 }
@@ -79,6 +95,12 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &copy::SOURCE,
         &gather::SOURCE,
         &random::SOURCE,
+        &reduce::SOURCE,
+        &softmax::SOURCE,
+        &norm::SOURCE,
+        &rope::SOURCE,
+        &attention::SOURCE,
+        &quant::SOURCE,
     ]
 }
 

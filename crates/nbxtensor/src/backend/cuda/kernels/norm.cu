@@ -1,0 +1,214 @@
+// layer_norm(x, weight, bias) and rms_norm(x, weight) over the last dim (backend/cpu/norm.rs's
+// semantics), on float32, float16 and bfloat16, computed in float32:
+//   layer_norm: (x - mean) / sqrt(var + eps) * weight + bias   (the biased variance)
+//   rms_norm:   x / sqrt(mean(x²) + eps) * weight
+// The statistics are exact two-pass ones (the mean first, then the squares about it), each a
+// reduction in a fixed pattern (butterflies, then warps in order): results never depend on
+// timing.
+//
+// Functions (op: layer_norm or rms_norm; rms_norm ignores b):
+//   norm_<op>_<dt>_<CH>[_vec](const T* x, const T* w, const T* b, T* y, i64 rows, i64 n,
+//                             float eps, int group)
+//     contiguous rows (and weights) held in registers, one pass over memory: `group` threads
+//     per row (32 up to 512), CH chunks each (16 bytes with _vec, else one element; at most 32
+//     elements a thread).
+//   norm_<op>_<dt>_looped(const T* x, Layout rows_at, i64 x_stride, const T* w, i64 w_stride,
+//                         const T* b, i64 b_stride, T* y, i64 rows, i64 n, float eps, int group)
+//     any layout and length: `rows_at` addresses each row's first element, x_stride steps
+//     along it; the statistics read the row from memory again for each pass.
+
+__device__ __forceinline__ i64 norm_offset(const Layout& l, i64 i) {
+    i64 off = l.offset;
+    for (int d = l.ndim - 1; d > 0; --d) {
+        i64 s = l.shape[d];
+        off += (i % s) * l.strides[d];
+        i /= s;
+    }
+    if (l.ndim > 0) off += i * l.strides[0];
+    return off;
+}
+
+// The sum over the `group` threads of a row (whole warps; every thread of the block calls
+// it); `scratch` holds a float per warp of the block. Every thread gets the same value.
+__device__ __forceinline__ float norm_group_sum(float v, int group, float* scratch) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (group <= 32) return v;
+    int first = (threadIdx.x / group) * (group / 32);
+    if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+    __syncthreads();
+    float r = scratch[first];
+    for (int w = 1; w < group / 32; ++w) r += scratch[first + w];
+    __syncthreads();
+    return r;
+}
+
+// V elements at p (16 bytes when V > 1) as float32, and back: whole 16-byte words, 16-bit
+// elements two to a 32-bit word, low half first.
+template <typename S, int V>
+__device__ __forceinline__ void norm_load(const typename S::T* p, float* out) {
+    if constexpr (V == 1) {
+        out[0] = S::load(*p);
+    } else {
+        uint4 raw = *reinterpret_cast<const uint4*>(p);
+        unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if constexpr (sizeof(typename S::T) == 4) {
+                out[k] = S::load(__uint_as_float(w[k]));
+            } else {
+                out[2 * k] = S::load((typename S::T)(w[k] & 0xffffu));
+                out[2 * k + 1] = S::load((typename S::T)(w[k] >> 16));
+            }
+        }
+    }
+}
+template <typename S, int V>
+__device__ __forceinline__ void norm_store(typename S::T* p, const float* in) {
+    if constexpr (V == 1) {
+        *p = S::store(in[0]);
+    } else {
+        unsigned int w[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if constexpr (sizeof(typename S::T) == 4) {
+                w[k] = __float_as_uint(S::store(in[k]));
+            } else {
+                w[k] = (unsigned int)S::store(in[2 * k]) | ((unsigned int)S::store(in[2 * k + 1]) << 16);
+            }
+        }
+        uint4 raw;
+        raw.x = w[0];
+        raw.y = w[1];
+        raw.z = w[2];
+        raw.w = w[3];
+        __stwb(reinterpret_cast<uint4*>(p), raw);  // one 16-byte store (a plain one may be split)
+    }
+}
+
+template <typename S, int V, int CH, bool LAYER>
+__device__ void norm_rows(const typename S::T* x, const typename S::T* w, const typename S::T* b, typename S::T* y,
+                          i64 rows, i64 n, float eps, int group) {
+    __shared__ float scratch[32];
+    int lane = threadIdx.x % group;
+    i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    bool active = row < rows;
+    i64 base = active ? row * n : 0;
+    float v[CH][V];
+    float mean = 0.0f;
+    if (LAYER) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            i64 at = ((i64)c * group + lane) * V;
+            if (active && at < n) {
+                norm_load<S, V>(x + base + at, v[c]);
+#pragma unroll
+                for (int k = 0; k < V; ++k) sum += v[c][k];
+            }
+        }
+        mean = norm_group_sum(sum, group, scratch) / (float)n;
+    } else {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) {
+            i64 at = ((i64)c * group + lane) * V;
+            if (active && at < n) norm_load<S, V>(x + base + at, v[c]);
+        }
+    }
+    float squares = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+        i64 at = ((i64)c * group + lane) * V;
+        if (active && at < n) {
+#pragma unroll
+            for (int k = 0; k < V; ++k) {
+                v[c][k] -= mean;
+                squares += v[c][k] * v[c][k];
+            }
+        }
+    }
+    float scale = 1.0f / sqrtf(norm_group_sum(squares, group, scratch) / (float)n + eps);
+#pragma unroll
+    for (int c = 0; c < CH; ++c) {
+        i64 at = ((i64)c * group + lane) * V;
+        if (active && at < n) {
+            float weight[V], bias[V];
+            norm_load<S, V>(w + at, weight);
+            if (LAYER) norm_load<S, V>(b + at, bias);
+#pragma unroll
+            for (int k = 0; k < V; ++k) v[c][k] = v[c][k] * scale * weight[k] + (LAYER ? bias[k] : 0.0f);
+            norm_store<S, V>(y + base + at, v[c]);
+        }
+    }
+}
+
+template <typename S, bool LAYER>
+__device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x_stride, const typename S::T* w,
+                            i64 w_stride, const typename S::T* b, i64 b_stride, typename S::T* y, i64 rows, i64 n,
+                            float eps, int group) {
+    __shared__ float scratch[32];
+    int lane = threadIdx.x % group;
+    i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
+    bool active = row < rows;
+    i64 base = active ? norm_offset(rows_at, row) : 0;
+    float mean = 0.0f;
+    if (LAYER) {
+        float sum = 0.0f;
+        if (active)
+            for (i64 i = lane; i < n; i += group) sum += S::load(x[base + i * x_stride]);
+        mean = norm_group_sum(sum, group, scratch) / (float)n;
+    }
+    float squares = 0.0f;
+    if (active)
+        for (i64 i = lane; i < n; i += group) {
+            float d = S::load(x[base + i * x_stride]) - mean;
+            squares += d * d;
+        }
+    float scale = 1.0f / sqrtf(norm_group_sum(squares, group, scratch) / (float)n + eps);
+    if (active)
+        for (i64 i = lane; i < n; i += group) {
+            float value = (S::load(x[base + i * x_stride]) - mean) * scale * S::load(w[i * w_stride]);
+            if (LAYER) value += S::load(b[i * b_stride]);
+            y[row * n + i] = S::store(value);
+        }
+}
+
+// One one-pass kernel: CH chunks a thread, of 16 bytes (VEC = _vec) or of one element.
+#define NBX_NORM_ROWS(op, LAYER, dt, S, CH, VEC)                                                              \
+    extern "C" __global__ void __launch_bounds__(512)                                                         \
+        norm_##op##_##dt##_##CH##VEC(const S::T* x, const S::T* w, const S::T* b, S::T* y, i64 rows, i64 n,   \
+                                     float eps, int group) {                                                  \
+        norm_rows<S, NBX_CHUNK##VEC(S), CH, LAYER>(x, w, b, y, rows, n, eps, group);                          \
+    }
+
+// Elements in a chunk: 16 bytes' worth, or one.
+#define NBX_CHUNK_vec(S) (16 / sizeof(S::T))
+#define NBX_CHUNK(S) 1
+
+// The kernels of an op and dtype: the one-pass kernels of 1 to 8 one-element chunks a thread
+// and of 16-byte chunks up to 32 elements a thread (VECS: NBX_VECS_4 for 4 elements a chunk,
+// 1 to 8 chunks; NBX_VECS_8 for 8 elements a chunk, 1 to 4), and the looped kernel.
+#define NBX_NORM(op, LAYER, dt, S, VECS)                                                                      \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 1, )                                                                      \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 2, )                                                                      \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 4, )                                                                      \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 8, )                                                                      \
+    VECS(NBX_NORM_ROWS, op, LAYER, dt, S)                                                                     \
+    extern "C" __global__ void norm_##op##_##dt##_looped(const S::T* x, Layout rows_at, i64 x_stride,         \
+                                                         const S::T* w, i64 w_stride, const S::T* b,          \
+                                                         i64 b_stride, S::T* y, i64 rows, i64 n, float eps,   \
+                                                         int group) {                                         \
+        norm_looped<S, LAYER>(x, rows_at, x_stride, w, w_stride, b, b_stride, y, rows, n, eps, group);        \
+    }
+
+#define NBX_VECS_4(M, op, LAYER, dt, S) \
+    M(op, LAYER, dt, S, 1, _vec) M(op, LAYER, dt, S, 2, _vec) M(op, LAYER, dt, S, 4, _vec) M(op, LAYER, dt, S, 8, _vec)
+#define NBX_VECS_8(M, op, LAYER, dt, S) \
+    M(op, LAYER, dt, S, 1, _vec) M(op, LAYER, dt, S, 2, _vec) M(op, LAYER, dt, S, 4, _vec)
+
+NBX_NORM(layer_norm, true, f32, F32, NBX_VECS_4)
+NBX_NORM(layer_norm, true, f16, F16, NBX_VECS_8)
+NBX_NORM(layer_norm, true, bf16, BF16, NBX_VECS_8)
+NBX_NORM(rms_norm, false, f32, F32, NBX_VECS_4)
+NBX_NORM(rms_norm, false, f16, F16, NBX_VECS_8)
+NBX_NORM(rms_norm, false, bf16, BF16, NBX_VECS_8)

@@ -1,0 +1,102 @@
+//! Products against packed 4-bit weights on the GPU (`kernels/quant.cu`):
+//! `matmul_int4(x, packed, scales, minima)` with the CPU kernel's operands and semantics
+//! (`backend/cpu/quant.rs`: the table's `int4-g128-asym` layout, `x [.., K]` float32,
+//! float16 or bfloat16 → `[.., N]`), accumulated in float32.
+//!
+//! Up to [`GEMV_ROWS`] rows of x (decoding) read the codes straight into registers, 16 bytes
+//! per lane, dequantizing there; more rows (or layouts the vector path does not take) run a
+//! tiled product that dequantizes tiles of W into shared memory. Neither needs workspace: the
+//! device declares 0 bytes in place of the CPU's scratch.
+
+use super::declared::CudaKernel;
+use super::dims::{aligned16, grid_extent, merged_layout};
+use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
+use crate::backend::CapabilityTable;
+use crate::dtype::DType;
+use crate::facts::Group;
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+
+/// The source of the packed-weight kernels.
+pub static SOURCE: KernelSource = KernelSource { name: "quant.cu", text: include_str!("kernels/quant.cu") };
+
+/// Rows of x up to which the product reads codes into registers (in passes of 8 rows).
+pub const GEMV_ROWS: i64 = 16;
+/// Output columns per block of the register path (4 warps × 4), and its bytes of codes per lane.
+const GEMV_COLUMNS: i64 = 16;
+const CODE_BYTES: u32 = 16;
+/// Output tile of the tiled product (its side), and its threads.
+const TILE: i64 = 64;
+const GEMM_THREADS: u32 = 256;
+const GEMV_THREADS: u32 = 128;
+
+fn invalid(message: String) -> KernelError {
+    KernelError::Invalid(message)
+}
+
+/// `(bits, group)` of the table's `int4-g128-asym` layout.
+fn layout() -> Result<(u32, i64)> {
+    let packed = DType::Int4G128Asym.packed().map_err(|e| invalid(format!("matmul_int4: {e}")))?;
+    let Group::Elements(group) = packed.group else {
+        return Err(invalid(format!("matmul_int4: {} in the table has no fixed group size", DType::Int4G128Asym)));
+    };
+    Ok((packed.bits, group as i64))
+}
+
+/// The device needs no scratch.
+fn workspace(_: &CudaKernel, _: &[TensorMeta]) -> Result<u64> {
+    Ok(0)
+}
+
+fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+    let [x, packed, scales, minima] = launch.inputs else {
+        return Err(invalid(format!("matmul_int4: takes 4 inputs, got {}", launch.inputs.len())));
+    };
+    let out = &launch.outputs[0];
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let (bits, group) = layout()?;
+    let last = x.ndim() - 1;
+    let k = x.shape()[last];
+    let m: i64 = x.shape()[..last].iter().product();
+    let n = packed.shape()[0];
+    let dt = suffix("matmul_int4", kernel.dtype)?;
+    let itemsize = kernel.dtype.itemsize().map_err(|e| invalid(format!("matmul_int4: {e}")))? as u64;
+    let (sc, mn, p) = (scales.strides(), minima.strides(), packed.strides());
+    let device = out.device();
+    let mut args = Args::new();
+    let codes_per_lane = i64::from(CODE_BYTES * 8 / bits);
+    let row_bytes = k * i64::from(bits) / 8;
+    let registers = m <= GEMV_ROWS
+        && group % codes_per_lane == 0
+        && x.is_contiguous()
+        && packed.is_contiguous()
+        && aligned16(&[device_ptr(x), device_ptr(packed), k as u64 * itemsize, row_bytes as u64]);
+    if registers {
+        let rows = if m == 1 { 1 } else { 8 };
+        let f = function(device, &SOURCE, &format!("quant_gemv_b{bits}_{dt}_r{rows}"))?;
+        args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
+        args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
+        args.i64(n).i32(group as i32).ptr(device_ptr(out));
+        let grid_x = grid_extent("matmul_int4", n, GEMV_COLUMNS, i32::MAX as u32)?;
+        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+        return f.launch([grid_x, grid_y, 1], [GEMV_THREADS, 1, 1], 0, &mut args);
+    }
+    let f = function(device, &SOURCE, &format!("quant_gemm_b{bits}_{dt}"))?;
+    let x_rows = merged_layout(&x.shape()[..last], &x.strides()[..last], x.offset())?;
+    args.ptr(x.storage().as_ptr() as u64).value(&x_rows).i64(x.strides()[last]).i64(m).i64(k);
+    args.ptr(device_ptr(packed)).i64(p[0]).i64(p[1]);
+    args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
+    args.i64(n).i32(group as i32).ptr(device_ptr(out));
+    let grid_x = grid_extent("matmul_int4", n, TILE, i32::MAX as u32)?;
+    let grid_y = grid_extent("matmul_int4", m, TILE, 65535)?;
+    f.launch([grid_x, grid_y, 1], [GEMM_THREADS, 1, 1], 0, &mut args)
+}
+
+/// Registers `matmul_int4` on the float dtypes of x.
+pub fn register(table: &mut CapabilityTable) {
+    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
+    table.register("matmul_int4", &dtypes, |dtype, attrs| {
+        CudaKernel::with_workspace("matmul_int4", dtype, attrs, run, workspace)
+    });
+}

@@ -1,0 +1,85 @@
+//! softmax and log_softmax on the GPU (`kernels/softmax.cu`), along the attribute `axis`
+//! (default -1), with the CPU kernel's semantics (`backend/cpu/softmax.rs`), on float32,
+//! float16 and bfloat16. Contiguous rows that fit in registers take one pass (read once,
+//! written once, 16-byte accesses where aligned); longer rows and other layouts take two
+//! passes: an online (max, sum), then the writes.
+
+use super::declared::CudaKernel;
+use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
+use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
+use crate::backend::CapabilityTable;
+use crate::dtype::DType;
+use crate::kernel::{KernelError, Launch, Result};
+
+/// The source of the softmax kernels.
+pub static SOURCE: KernelSource = KernelSource { name: "softmax.cu", text: include_str!("kernels/softmax.cu") };
+
+/// Threads per block of the two-pass kernels.
+const THREADS: u32 = 256;
+/// Rows up to this many elements get one warp each in the looped kernel; longer, a block.
+const WARP_ROW: i64 = 1024;
+
+fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+    let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
+    let op = kernel.op;
+    if y.numel() == 0 {
+        return Ok(());
+    }
+    let ndim = x.ndim() as i64;
+    let given = kernel.attrs.int(op, "axis", Some(-1))?;
+    let axis = if given < 0 { given + ndim } else { given };
+    if axis < 0 || axis >= ndim {
+        return Err(KernelError::Invalid(format!("{op}: axis {given} is out of range for shape {:?}", x.shape())));
+    }
+    let axis = axis as usize;
+    let n = x.shape()[axis];
+    let inner: i64 = x.shape()[axis + 1..].iter().product();
+    let rows = y.numel() / n;
+    let log = i32::from(op == "log_softmax");
+    let dt = suffix(op, kernel.dtype)?;
+    let itemsize = kernel.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
+    let device = y.device();
+    let mut args = Args::new();
+    if x.is_contiguous() && inner == 1 {
+        let vector = aligned16(&[device_ptr(x), device_ptr(y), n as u64 * itemsize as u64]);
+        if let Some(plan) = row_plan(n, itemsize, vector) {
+            let name = format!("softmax_rows_{dt}_{}{}", plan.chunks, if vector { "_vec" } else { "" });
+            let f = function(device, &SOURCE, &name)?;
+            args.ptr(device_ptr(x)).ptr(device_ptr(y)).i64(rows).i64(n).i32(plan.group as i32).i32(log);
+            let blocks = grid_extent(op, rows, i64::from(plan.block / plan.group), i32::MAX as u32)?;
+            return f.launch([blocks, 1, 1], [plan.block, 1, 1], 0, &mut args);
+        }
+    }
+    let mut shape = x.shape().to_vec();
+    let mut strides = x.strides().to_vec();
+    shape.remove(axis);
+    let axis_stride = strides.remove(axis);
+    let others = merged_layout(&shape, &strides, x.offset())?;
+    args.ptr(x.storage().as_ptr() as u64)
+        .value(&others)
+        .i64(axis_stride)
+        .i64(n)
+        .i64(inner)
+        .i64(rows)
+        .ptr(device_ptr(y));
+    let others_inner = if others.ndim > 0 { others.strides[others.ndim as usize - 1] } else { 0 };
+    if axis_stride != 1 && others_inner == 1 {
+        // neighbouring rows are adjacent in memory: a thread per row reads coalesced
+        let f = function(device, &SOURCE, &format!("softmax_columns_{dt}"))?;
+        args.i32(log);
+        let blocks = grid_extent(op, rows, i64::from(THREADS), i32::MAX as u32)?;
+        return f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args);
+    }
+    let group = if n <= WARP_ROW { 32 } else { THREADS };
+    args.i32(group as i32).i32(log);
+    let f = function(device, &SOURCE, &format!("softmax_looped_{dt}"))?;
+    let blocks = grid_extent(op, rows, i64::from(THREADS / group), i32::MAX as u32)?;
+    f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
+}
+
+/// Registers softmax and log_softmax on the float dtypes.
+pub fn register(table: &mut CapabilityTable) {
+    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
+    table.register("softmax", &dtypes, |dtype, attrs| CudaKernel::new("softmax", dtype, attrs, run));
+    table.register("log_softmax", &dtypes, |dtype, attrs| CudaKernel::new("log_softmax", dtype, attrs, run));
+}
