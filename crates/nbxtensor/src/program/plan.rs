@@ -2,7 +2,7 @@
 //! offsets in one arena from the static planner.
 
 use super::{Program, ProgramError, Result, Source};
-use crate::memory::{BufferRequest, Plan, HOST_ALIGNMENT};
+use crate::memory::{host_allocator, BufferRequest, Plan, HOST_ALIGNMENT};
 use crate::settings::memory_limit;
 
 /// A program's memory plan: the arena offset of each buffer and of each launch's workspace.
@@ -22,6 +22,12 @@ impl ProgramPlan {
     /// The arena's size: the program's peak memory, workspace included.
     pub fn arena_bytes(&self) -> u64 {
         self.plan.arena_bytes
+    }
+
+    /// The bytes the host allocator takes for the arena (its size class): what executing the
+    /// plan allocates, to the byte.
+    pub fn allocated_bytes(&self) -> u64 {
+        host_allocator().footprint(self.arena_bytes() as usize) as u64
     }
 
     /// The plan's report (arena, bound, ratio, per-buffer table).
