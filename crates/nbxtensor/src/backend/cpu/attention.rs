@@ -282,7 +282,9 @@ impl Sdpa {
         let [qs, ks, vs] = parts.strides;
         let tile = z.tile();
         let (scores, rest) = scratch.split_at_mut(tile * z.sk);
-        let at = |ptr: *const T, s: [isize; 4], head: usize| ptr.wrapping_offset(batch as isize * s[0] + head as isize * s[1]);
+        let at = |ptr: *const T, s: [isize; 4], head: usize| {
+            ptr.wrapping_offset(batch as isize * s[0] + head as isize * s[1])
+        };
         let (q, k, v) = (at(parts.q, qs, h), at(parts.k, ks, kv), at(parts.v, vs, kv));
         let widened = T::DTYPE != DType::Float32;
         let (qm, km, vm, mut out_tile) = if widened {
@@ -298,7 +300,8 @@ impl Sdpa {
             let dense = |m: &[f32], cols: usize| Matrix { ptr: m.as_ptr(), row_stride: cols as isize, col_stride: 1 };
             (dense(qw, z.d), dense(kw, z.d), dense(vw, z.dv), Some(out_tile))
         } else {
-            let view = |ptr: *const T, s: [isize; 4]| Matrix { ptr: ptr.cast::<f32>(), row_stride: s[2], col_stride: s[3] };
+            let view =
+                |ptr: *const T, s: [isize; 4]| Matrix { ptr: ptr.cast::<f32>(), row_stride: s[2], col_stride: s[3] };
             (view(q, qs), view(k, ks), view(v, vs), None)
         };
         let scale = self.scale(z.d);
@@ -311,9 +314,7 @@ impl Sdpa {
             for (r, row) in block.chunks_exact_mut(z.sk.max(1)).enumerate() {
                 let i = first + r;
                 let mask = parts.mask.as_ref().map(|(ptr, s)| MaskRow {
-                    ptr: ptr.wrapping_offset(
-                        (batch as i64 * s[0] + h as i64 * s[1] + i as i64 * s[2]) as isize,
-                    ),
+                    ptr: ptr.wrapping_offset((batch as i64 * s[0] + h as i64 * s[1] + i as i64 * s[2]) as isize),
                     stride: s[3] as isize,
                 });
                 totals[r] = softmax_row(row, z.visible(self.causal, i), mask);
@@ -359,7 +360,8 @@ impl Sdpa {
             None => None,
         };
         let input = |i: usize| launch.inputs[i].data_ptr().cast::<T>() as *const T;
-        let parts = Parts { q: input(0), k: input(1), v: input(2), strides: [strides(0), strides(1), strides(2)], mask };
+        let parts =
+            Parts { q: input(0), k: input(1), v: input(2), strides: [strides(0), strides(1), strides(2)], mask };
         // SAFETY: the output is this launch's own buffer.
         let out = unsafe { write::<T>(&launch.outputs[0])? };
         let per_slot = z.slot_floats(T::DTYPE != DType::Float32);
@@ -379,11 +381,14 @@ impl Sdpa {
         let per_head = z.sq * z.dv;
         threads::install(|| {
             slots.into_par_iter().for_each(|(heads, dst, scratch)| {
-                with_simd(#[inline(always)] || {
-                    for (index, dst) in heads.zip(dst.chunks_exact_mut(per_head.max(1))) {
-                        self.head(&z, &parts, index, dst, scratch);
-                    }
-                })
+                with_simd(
+                    #[inline(always)]
+                    || {
+                        for (index, dst) in heads.zip(dst.chunks_exact_mut(per_head.max(1))) {
+                            self.head(&z, &parts, index, dst, scratch);
+                        }
+                    },
+                )
             })
         });
         Ok(())

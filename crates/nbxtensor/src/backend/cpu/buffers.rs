@@ -156,21 +156,24 @@ pub fn map_into<S: Element, D: Element>(input: &Tensor, output: &Tensor, f: impl
         let end = (start + chunk).min(len);
         // forced inline into with_simd's AVX2 function (a closure in another codegen unit
         // would be called there, compiled for the baseline)
-        with_simd(#[inline(always)] || {
-            // blocks copied in and out of the stack: the loop between sees no aliasing and
-            // vectorizes, and every element is still read before it is written
-            // SAFETY: every bit pattern, zero included, is a valid element (Element's contract).
-            let (mut inputs, mut outputs) =
-                unsafe { ([std::mem::zeroed::<S>(); MAP_BLOCK], [std::mem::zeroed::<D>(); MAP_BLOCK]) };
-            for first in (start..end).step_by(MAP_BLOCK) {
-                let n = MAP_BLOCK.min(end - first);
-                // SAFETY: first + n ≤ len elements of both buffers; this thread alone reads and
-                // then writes them; the stack blocks do not overlap the buffers.
-                unsafe { std::ptr::copy_nonoverlapping(source.get().add(first), inputs.as_mut_ptr(), n) };
-                outputs.iter_mut().zip(&inputs).for_each(|(o, &i)| *o = f(i));
-                unsafe { std::ptr::copy_nonoverlapping(outputs.as_ptr(), target.get().add(first), n) };
-            }
-        })
+        with_simd(
+            #[inline(always)]
+            || {
+                // blocks copied in and out of the stack: the loop between sees no aliasing and
+                // vectorizes, and every element is still read before it is written
+                // SAFETY: every bit pattern, zero included, is a valid element (Element's contract).
+                let (mut inputs, mut outputs) =
+                    unsafe { ([std::mem::zeroed::<S>(); MAP_BLOCK], [std::mem::zeroed::<D>(); MAP_BLOCK]) };
+                for first in (start..end).step_by(MAP_BLOCK) {
+                    let n = MAP_BLOCK.min(end - first);
+                    // SAFETY: first + n ≤ len elements of both buffers; this thread alone reads and
+                    // then writes them; the stack blocks do not overlap the buffers.
+                    unsafe { std::ptr::copy_nonoverlapping(source.get().add(first), inputs.as_mut_ptr(), n) };
+                    outputs.iter_mut().zip(&inputs).for_each(|(o, &i)| *o = f(i));
+                    unsafe { std::ptr::copy_nonoverlapping(outputs.as_ptr(), target.get().add(first), n) };
+                }
+            },
+        )
     };
     if len <= chunk {
         body(0);

@@ -68,7 +68,12 @@ const GELU_CUBIC: f64 = 0.044_715;
 /// Maps the launch's input into its output with `f` in the compute type; the output may be
 /// the input's own memory (planned in place): `map_into` reads each element before writing it.
 fn map<T: Stored>(launch: &Launch<'_>, f: impl Fn(T::Compute) -> T::Compute + Sync) -> Result<()> {
-    map_into(&launch.inputs[0], &launch.outputs[0], #[inline(always)] |v: T| T::store(f(v.load())))
+    map_into(
+        &launch.inputs[0],
+        &launch.outputs[0],
+        #[inline(always)]
+        |v: T| T::store(f(v.load())),
+    )
 }
 
 fn run_float<T: Stored>(op: Op, launch: &Launch<'_>) -> Result<()> {
