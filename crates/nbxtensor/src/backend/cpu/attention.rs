@@ -106,7 +106,7 @@ struct Matrix {
 
 impl Matrix {
     /// The matrix from row `row` on.
-    fn from_row(self, row: usize) -> Matrix {
+    fn rows_from(self, row: usize) -> Matrix {
         Matrix { ptr: self.ptr.wrapping_offset(row as isize * self.row_stride), ..self }
     }
 
@@ -310,7 +310,7 @@ impl Sdpa {
             let block = &mut scores[..rows * z.sk];
             let mut totals = [1.0f32; TILE_ROWS];
             // SAFETY: the matrices address the head's elements; block holds rows × sk values.
-            unsafe { product(rows, z.sk, z.d, block.as_mut_ptr(), qm.from_row(first), km.transposed(), scale) };
+            unsafe { product(rows, z.sk, z.d, block.as_mut_ptr(), qm.rows_from(first), km.transposed(), scale) };
             for (r, row) in block.chunks_exact_mut(z.sk.max(1)).enumerate() {
                 let i = first + r;
                 let mask = parts.mask.as_ref().map(|(ptr, s)| MaskRow {
