@@ -6,8 +6,8 @@ use std::path::PathBuf;
 /// The usage text.
 pub const USAGE: &str = "\
 usage:
-  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N]
-  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE]
+  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N] [--threads N]
+  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
 
   embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
          in the same order; progress and timings on stderr. Texts of similar length are batched
@@ -15,7 +15,8 @@ usage:
          tokens (fewer distinct shapes, so fewer captures; the embeddings do not change)
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
-         on the rates of a device file";
+         on the rates of a device file
+  --threads N  the CPU thread pool's size (default: the cores this process may use)";
 
 /// Where the model runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,8 @@ pub struct Options {
     pub svg: Option<PathBuf>,
     /// `--device-file VENDOR/NAME`.
     pub device_file: Option<(String, String)>,
+    /// `--threads N`.
+    pub threads: Option<usize>,
 }
 
 /// A parsed command.
@@ -61,8 +64,9 @@ pub enum Command {
 }
 
 /// Options each command takes.
-const EMBED_OPTIONS: [&str; 6] = ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple"];
-const PRICE_OPTIONS: [&str; 6] = ["--model", "--batch", "--seq", "--device", "--device-file", "--svg"];
+const EMBED_OPTIONS: [&str; 7] =
+    ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--threads"];
+const PRICE_OPTIONS: [&str; 7] = ["--model", "--batch", "--seq", "--device", "--device-file", "--svg", "--threads"];
 
 fn number(option: &str, value: &str) -> Result<usize, String> {
     value
@@ -91,6 +95,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         seq: None,
         svg: None,
         device_file: None,
+        threads: None,
     };
     let mut model = None;
     let mut rest = args[1..].iter();
@@ -107,6 +112,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--batch" => o.batch = number(option, value)?,
             "--seq" => o.seq = Some(number(option, value)?),
             "--pad-multiple" => o.pad_multiple = number(option, value)?,
+            "--threads" => o.threads = Some(number(option, value)?),
             "--device" => {
                 o.device = match value.as_str() {
                     "cpu" => Device::Cpu,
@@ -153,6 +159,12 @@ mod tests {
             panic!("not price")
         };
         assert_eq!((o.seq, o.device_file), (Some(128), Some(("nvidia".into(), "h100".into()))));
+        assert_eq!(o.threads, None);
+        let Command::Embed(o) = parse(&args("embed --model m --input a --output b --threads 2")).unwrap() else {
+            panic!("not embed")
+        };
+        assert_eq!(o.threads, Some(2));
+        assert!(parse(&args("price --model m --threads 0")).unwrap_err().contains("--threads"));
         assert!(parse(&args("embed --model m --input a.json")).unwrap_err().contains("--output"));
         assert!(parse(&args("price --model m --device tpu")).unwrap_err().contains("tpu"));
         assert!(parse(&args("price --model m --batch 0")).unwrap_err().contains("--batch"));

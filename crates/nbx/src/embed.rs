@@ -1,4 +1,6 @@
-//! `nbx embed`: a JSON list of strings in, a JSON list of unit vectors out, same order.
+//! `nbx embed`: a JSON list of strings in, a JSON list of unit vectors out, same order. On
+//! stderr: progress, timings, and for every new batch shape the arena its plan priced against
+//! the bytes the host allocator gave it.
 
 use crate::args::Options;
 use crate::open_model;
@@ -33,9 +35,15 @@ pub fn run(o: &Options) -> Result<(), String> {
                 String::from("replay reused, ")
             };
             eprintln!(
-                "nbx: {}/{} texts; batch {}x{} tokens: {fresh}ran in {:.3} s",
+                "nbx: {}/{} texts; batch {}x{} tokens: {fresh}ran in {:.4} s",
                 r.done, r.total, r.shape.0, r.shape.1, r.run_seconds
             );
+            if let Some(arena) = r.memory.arena_allocated_bytes {
+                eprintln!(
+                    "nbx: memory of batch {}x{}: arena planned {} bytes, allocated {arena} bytes; the run allocated {} bytes more (its embeddings)",
+                    r.shape.0, r.shape.1, r.memory.planned_bytes, r.memory.run_allocated_bytes
+                );
+            }
         })
         .map_err(|e| e.to_string())?;
     let total = start.elapsed().as_secs_f64();

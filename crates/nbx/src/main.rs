@@ -10,11 +10,13 @@ use args::{Command, Device, Options};
 use nbxtensor_models::SentenceEmbedder;
 use std::process::ExitCode;
 
-/// Opens the model of `--model` on the device of `--device`.
+/// Opens the model of `--model` on the device of `--device`, with the thread pool of
+/// `--threads`.
 fn open_model(o: &Options) -> Result<SentenceEmbedder, String> {
     if o.device == Device::Cuda {
         return Err("--device cuda: no CUDA backend in this build (use --device cpu)".into());
     }
+    nbxtensor::settings::threads::set_threads(o.threads).map_err(|e| e.to_string())?;
     if !o.model.is_dir() {
         return Err(format!("no model directory {} (see --model)", o.model.display()));
     }

@@ -4,7 +4,6 @@
 
 use crate::args::Options;
 use crate::open_model;
-use nbxtensor::memory::host_allocator;
 use nbxtensor::program::Peaks;
 
 fn mib(bytes: u64) -> String {
@@ -26,7 +25,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     let parameters = model.bert().weights.parameters();
     let weight_bytes = model.bert().weights.bytes().map_err(|e| e.to_string())?;
     let arena = plan.arena_bytes();
-    let allocated = host_allocator().footprint(arena as usize) as u64;
+    let allocated = plan.allocated_bytes();
     let bound = plan.plan.lower_bound;
     println!(
         "model       {} ({} layers, hidden {})",
@@ -50,6 +49,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         mib(allocated),
         mib(weight_bytes)
     );
+    println!("allocated   {allocated} bytes for the arena (the host allocator's size class): what a run allocates");
     println!("flops       {} ({:.3} GFLOP)", program.flops(), program.flops() as f64 / 1e9);
     println!("bytes       {} moved by the launches ({})", program.bytes_moved(), mib(program.bytes_moved()));
     match &o.device_file {

@@ -11,6 +11,7 @@ mod tokenize;
 
 pub use error::{ModelError, Result};
 pub use sentence::{
-    BatchReport, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE, REPLAY_BUDGET,
+    BatchMemory, BatchReport, BatchRun, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE,
+    REPLAY_BUDGET,
 };
 pub use tokenize::TextTokenizer;

@@ -12,6 +12,7 @@ pub use pooling::NORM_FLOOR;
 use crate::bert::Bert;
 use crate::error::{ModelError, Result};
 use crate::tokenize::TextTokenizer;
+use nbxtensor::memory::{host_allocator, Allocator};
 use nbxtensor::program::{trace, Executable, Program, ProgramError, Replay};
 use nbxtensor::tensor::Tensor;
 use std::collections::HashMap;
@@ -26,6 +27,31 @@ pub const MAX_TOKENS: usize = 256;
 /// used ones are dropped (texts are batched by length, so an old shape seldom comes back).
 pub const REPLAY_BUDGET: usize = 512 << 20;
 
+/// The host memory of one batch: what the plan priced against what the host allocator was
+/// asked for (its accounting is process-wide: these are exact while nothing else allocates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchMemory {
+    /// The arena of the shape's program as its plan prices it, before anything runs: the bytes
+    /// the host allocator takes for it (its size class), workspace included.
+    pub planned_bytes: u64,
+    /// The bytes creating the shape's executable took from the host allocator, measured
+    /// (`None` when the shape's replay existed).
+    pub arena_allocated_bytes: Option<u64>,
+    /// The most bytes the replay run took from the host allocator above what was in use
+    /// before it, measured: the embeddings it returns (the arena is already there).
+    pub run_allocated_bytes: u64,
+}
+
+/// One batch embedded by [`SentenceEmbedder::run_batch`].
+pub struct BatchRun {
+    /// The `[b, hidden]` unit vectors.
+    pub embeddings: Tensor,
+    /// Seconds spent tracing, planning and capturing (0 when the shape's replay existed).
+    pub capture_seconds: f64,
+    /// What the plan priced and what was allocated.
+    pub memory: BatchMemory,
+}
+
 /// What one batch took, for progress reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchReport {
@@ -39,6 +65,8 @@ pub struct BatchReport {
     pub capture_seconds: f64,
     /// Seconds the replay ran.
     pub run_seconds: f64,
+    /// Its host memory, priced and allocated.
+    pub memory: BatchMemory,
 }
 
 /// A sentence-embedding model: a BERT encoder, its tokenizer, and one verified replay per
@@ -143,11 +171,13 @@ impl SentenceEmbedder {
     }
 
     /// Embeds `batch` on its shape's replay, capturing it first when the shape is new;
-    /// returns the `[b, hidden]` embeddings and the seconds spent capturing.
-    pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<(Tensor, f64)> {
+    /// returns the embeddings, the seconds spent capturing, and the host memory the plan
+    /// priced against what creating the executable and running the replay allocated.
+    pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
         let shape = batch.shape();
         let inputs = batch.inputs();
-        let mut capture_seconds = 0.0;
+        let host = host_allocator();
+        let (mut capture_seconds, mut arena_allocated_bytes) = (0.0, None);
         let (replay, _) = match self.replays.remove(&shape) {
             Some(kept) => kept,
             None => {
@@ -155,16 +185,23 @@ impl SentenceEmbedder {
                 let program = self.program(shape.0, shape.1)?;
                 let plan = program.plan()?;
                 self.evict(plan.arena_bytes() as usize);
-                let replay = Executable::new(program, plan)?.capture(&inputs)?;
+                let before = host.in_use();
+                let executable = Executable::new(program, plan)?;
+                arena_allocated_bytes = Some(host.in_use().saturating_sub(before));
+                let replay = executable.capture(&inputs)?;
                 capture_seconds = start.elapsed().as_secs_f64();
                 (replay, 0)
             }
         };
+        let before = host.reset_high_water();
         let outputs = replay.run(&inputs);
+        let run_allocated_bytes = host.high_water().saturating_sub(before);
+        let planned_bytes = replay.executable().plan().allocated_bytes();
         self.clock += 1;
         self.replays.insert(shape, (replay, self.clock));
         let mut outputs = outputs?;
-        Ok((outputs.remove(0), capture_seconds))
+        let memory = BatchMemory { planned_bytes, arena_allocated_bytes, run_allocated_bytes };
+        Ok(BatchRun { embeddings: outputs.remove(0), capture_seconds, memory })
     }
 
     /// Embeds `texts` (empty ones allowed) in batches of at most `batch_size`, texts of
@@ -190,14 +227,14 @@ impl SentenceEmbedder {
             let padded = longest.div_ceil(self.pad_multiple) * self.pad_multiple;
             let batch = SentenceBatch::new(&lists, padded.min(self.bert.config.max_position_embeddings))?;
             let start = Instant::now();
-            let (vectors, capture_seconds) = self.run_batch(&batch)?;
+            let BatchRun { embeddings: vectors, capture_seconds, memory } = self.run_batch(&batch)?;
             let run_seconds = start.elapsed().as_secs_f64() - capture_seconds;
             let values = vectors.to_vec::<f32>()?;
             for (row, &i) in chunk.iter().enumerate() {
                 embeddings[i] = values[row * self.dimension()..(row + 1) * self.dimension()].to_vec();
             }
             done += chunk.len();
-            report(&BatchReport { done, total: texts.len(), shape: batch.shape(), capture_seconds, run_seconds });
+            report(&BatchReport { done, total: texts.len(), shape: batch.shape(), capture_seconds, run_seconds, memory });
         }
         Ok(embeddings)
     }

@@ -15,7 +15,11 @@ pub const HOST_ALIGNMENT: usize = 64;
 /// The host's allocator (one per process).
 pub fn host_allocator() -> &'static HostAllocator {
     static HOST: OnceLock<HostAllocator> = OnceLock::new();
-    HOST.get_or_init(|| HostAllocator { in_use: AtomicU64::new(0), pool: Mutex::new(Pool::default()) })
+    HOST.get_or_init(|| HostAllocator {
+        in_use: AtomicU64::new(0),
+        high_water: AtomicU64::new(0),
+        pool: Mutex::new(Pool::default()),
+    })
 }
 
 /// Freed blocks kept for reuse, by size class.
@@ -32,6 +36,7 @@ unsafe impl Send for Pool {}
 /// of 4 KiB) are parked when freed, up to an eighth of the limit, and handed out again.
 pub struct HostAllocator {
     in_use: AtomicU64,
+    high_water: AtomicU64,
     pool: Mutex<Pool>,
 }
 
@@ -111,6 +116,30 @@ impl HostAllocator {
         size_class(bytes)
     }
 
+    /// The most bytes in use at once since the last [`HostAllocator::reset_high_water`]
+    /// (or since the process started). Process-wide, like [`Allocator::in_use`]: it measures
+    /// one piece of work while nothing else allocates.
+    ///
+    /// ```
+    /// use nbxtensor::memory::{host_allocator, Allocator};
+    /// let host = host_allocator();
+    /// let before = host.reset_high_water();
+    /// drop(host.alloc(10_000)?); // a class of 12 KiB, freed at once
+    /// assert_eq!(host.high_water() - before, host.footprint(10_000) as u64);
+    /// assert_eq!(host.in_use(), before);
+    /// # Ok::<(), nbxtensor::memory::MemoryError>(())
+    /// ```
+    pub fn high_water(&self) -> u64 {
+        self.high_water.load(Ordering::SeqCst)
+    }
+
+    /// Starts a new high-water mark at the bytes in use now, and returns them.
+    pub fn reset_high_water(&self) -> u64 {
+        let now = self.in_use();
+        self.high_water.store(now, Ordering::SeqCst);
+        now
+    }
+
     /// Bytes parked in the pool for reuse.
     pub fn parked(&self) -> u64 {
         self.pool.lock().unwrap_or_else(|e| e.into_inner()).parked_bytes
@@ -158,6 +187,7 @@ impl HostAllocator {
             self.in_use.fetch_sub(class as u64, Ordering::SeqCst);
             return Err(MemoryError::OverLimit { device: Device::CPU.to_string(), asked: bytes as u64, in_use, limit });
         }
+        self.high_water.fetch_max(in_use + class as u64, Ordering::SeqCst);
         let reused = {
             let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
             let reused = pool.parked.get_mut(&class).and_then(Vec::pop);

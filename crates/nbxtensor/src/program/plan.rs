@@ -3,7 +3,7 @@
 
 use super::{Program, ProgramError, Result, Source};
 use crate::memory::cuda::DEVICE_ALIGNMENT;
-use crate::memory::{BufferRequest, DeviceKind, Plan, HOST_ALIGNMENT};
+use crate::memory::{host_allocator, BufferRequest, DeviceKind, Plan, HOST_ALIGNMENT};
 use crate::settings::memory_limit;
 
 /// A program's memory plan: the arena offset of each buffer and of each launch's workspace.
@@ -23,6 +23,12 @@ impl ProgramPlan {
     /// The arena's size: the program's peak memory, workspace included.
     pub fn arena_bytes(&self) -> u64 {
         self.plan.arena_bytes
+    }
+
+    /// The bytes the host allocator takes for the arena (its size class): what executing the
+    /// plan allocates, to the byte.
+    pub fn allocated_bytes(&self) -> u64 {
+        host_allocator().footprint(self.arena_bytes() as usize) as u64
     }
 
     /// The plan's report (arena, bound, ratio, per-buffer table).

@@ -6,7 +6,6 @@ use super::{Program, ProgramError, Result};
 use crate::backend::Backend;
 use crate::facts;
 use crate::kernel::Attrs;
-use crate::memory::host_allocator;
 use crate::ops;
 use crate::tensor::Tensor;
 use std::collections::BTreeMap;
@@ -139,7 +138,7 @@ impl Program {
             flops: self.flops(),
             bytes: self.bytes_moved(),
             arena_bytes: plan.arena_bytes(),
-            allocated_bytes: host_allocator().footprint(plan.arena_bytes() as usize) as u64,
+            allocated_bytes: plan.allocated_bytes(),
             lower_bound: plan.plan.lower_bound,
             seconds,
         })

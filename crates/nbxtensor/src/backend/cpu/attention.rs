@@ -9,19 +9,37 @@
 //!   bottom-right alignment of a KV cache) and `scale` (float, default `1/sqrt(d)`).
 //!
 //! The softmax subtracts each row's maximum; a row with no visible key (causal with
-//! `sq > sk`, or a mask of −∞ everywhere) is all zeros. Work runs in parallel over
-//! (batch, head); each of them owns a slice of the declared workspace, `sk + dv` float32
-//! values (one score row and one output accumulator), `4·b·hq·(sk + dv)` bytes in all.
+//! `sq > sk`, or a mask of −∞ everywhere) is all zeros. Heads run in parallel in at most
+//! [`SLOTS`] slots (a fixed count: a head's result does not depend on its slot or on the
+//! thread count), each slot owning a slice of the declared workspace. A head goes in tiles of
+//! up to [`TILE_ROWS`] query rows: the scores `q·kᵀ·scale` by a matrix product (the `gemm`
+//! crate, one thread, operands read through their strides), the mask and the softmax (a
+//! vectorized exponential) in place, then the weighted values by a second product straight
+//! into the output. float16 and bfloat16 heads are widened into the slot first. Workspace per
+//! slot, in float32 values: `tile·sk` scores, plus `sq·d + sk·(d + dv) + tile·dv` for the
+//! half formats (their widened q, k, v and output tile).
 
-use super::buffers::{read, write, Float, FLOATS};
+use super::buffers::{with_simd, write, Float, FLOATS};
+use super::exp::exp_f32;
 use super::widen::floats;
 use crate::backend::CapabilityTable;
 use crate::dtype::DType;
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
 use crate::settings::threads;
 use crate::shape;
+use gemm::Parallelism;
 use half::{bf16, f16};
 use rayon::prelude::*;
+
+/// Query rows scored together: one tile of scores is `TILE_ROWS × sk` float32 values.
+pub const TILE_ROWS: usize = 64;
+
+/// The most slots heads are shared among (each slot a contiguous range of heads, run in
+/// order, with its own scratch).
+pub const SLOTS: usize = 16;
+
+/// Lanes of the row maxima and sums: a fixed order, whatever the thread count.
+const LANES: usize = 16;
 
 /// Sizes of a call.
 #[derive(Clone, Copy)]
@@ -44,6 +62,28 @@ impl Sizes {
             self.sk
         }
     }
+
+    /// (batch, query head) pairs.
+    fn heads(&self) -> usize {
+        self.b * self.hq
+    }
+
+    /// Query rows per tile.
+    fn tile(&self) -> usize {
+        self.sq.min(TILE_ROWS)
+    }
+
+    /// Slots the heads are shared among.
+    fn slots(&self) -> usize {
+        self.heads().min(SLOTS)
+    }
+
+    /// float32 values of one slot's scratch: a tile of scores, and for a half format the
+    /// widened q, k, v of a head and an output tile.
+    fn slot_floats(&self, widened: bool) -> usize {
+        let tile = self.tile();
+        tile * self.sk + if widened { self.sq * self.d + self.sk * (self.d + self.dv) + tile * self.dv } else { 0 }
+    }
 }
 
 struct Sdpa {
@@ -56,21 +96,147 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// A float32 dot product in eight fixed lanes (vectorizes; the order depends on the length
-/// only).
-#[inline]
-fn dot<T: Float>(a: &[T], b: &[T]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            lanes[l] += x[l].to_f32() * y[l].to_f32();
+/// A float32 matrix: element (0, 0) and its row and column strides, in elements.
+#[derive(Clone, Copy)]
+struct Matrix {
+    ptr: *const f32,
+    row_stride: isize,
+    col_stride: isize,
+}
+
+impl Matrix {
+    /// The matrix from row `row` on.
+    fn rows_from(self, row: usize) -> Matrix {
+        Matrix { ptr: self.ptr.wrapping_offset(row as isize * self.row_stride), ..self }
+    }
+
+    /// The transposed view.
+    fn transposed(self) -> Matrix {
+        Matrix { ptr: self.ptr, row_stride: self.col_stride, col_stride: self.row_stride }
+    }
+}
+
+/// `dst = beta · a · b` for `a` `m × k` and `b` `k × n`, into the row-major `dst` (row stride
+/// `n`), on the calling thread (gemm's fixed order of operations).
+///
+/// # Safety
+/// `a` and `b` must address readable `m × k` and `k × n` matrices, `dst` `m·n` writable values.
+unsafe fn product(m: usize, n: usize, k: usize, dst: *mut f32, a: Matrix, b: Matrix, beta: f32) {
+    if k == 0 {
+        // SAFETY: dst holds m·n values.
+        unsafe { std::slice::from_raw_parts_mut(dst, m * n) }.fill(0.0);
+        return;
+    }
+    // SAFETY: the caller guarantees the operands and the destination.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            n as isize,
+            false,
+            a.ptr,
+            a.col_stride,
+            a.row_stride,
+            b.ptr,
+            b.col_stride,
+            b.row_stride,
+            0.0,
+            beta,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        )
+    };
+}
+
+/// Widens `rows × cols` elements of type `T` at `ptr` (strides in elements) into the
+/// row-major `out`.
+///
+/// # Safety
+/// Every addressed element must be readable.
+unsafe fn widen_matrix<T: Float>(ptr: *const T, rows: usize, cols: usize, strides: (isize, isize), out: &mut [f32]) {
+    for (r, row) in out.chunks_exact_mut(cols.max(1)).take(rows).enumerate() {
+        for (c, value) in row.iter_mut().enumerate() {
+            // SAFETY: (r, c) is inside the matrix the caller vouched for.
+            *value = unsafe { *ptr.offset(r as isize * strides.0 + c as isize * strides.1) }.to_f32();
         }
     }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x.to_f32() * y.to_f32()).sum();
-    lanes.iter().sum::<f32>() + tail
 }
+
+/// One mask row: its first element and the stride between keys (0 when broadcast).
+struct MaskRow<T> {
+    ptr: *const T,
+    stride: isize,
+}
+
+/// The unnormalized softmax of one row of scores in place: the mask added to the `visible`
+/// keys, the maximum subtracted, the exponentials taken; hidden keys (and a row whose keys are
+/// all −∞) get weight 0. Returns what the weighted values are divided by: the weights' sum (1
+/// for a row of zero weights, whose output is zero).
+#[inline(always)]
+fn softmax_row<T: Float>(row: &mut [f32], visible: usize, mask: Option<MaskRow<T>>) -> f32 {
+    let (seen, hidden) = row.split_at_mut(visible);
+    hidden.fill(0.0);
+    match mask {
+        // SAFETY (all three): the mask row addresses `visible` elements with its stride.
+        Some(MaskRow { ptr, stride: 1 }) => {
+            let values = unsafe { std::slice::from_raw_parts(ptr, seen.len()) };
+            seen.iter_mut().zip(values).for_each(|(s, m)| *s += m.to_f32());
+        }
+        Some(MaskRow { ptr, stride: 0 }) => {
+            let value = unsafe { *ptr }.to_f32();
+            seen.iter_mut().for_each(|s| *s += value);
+        }
+        Some(MaskRow { ptr, stride }) => {
+            for (j, s) in seen.iter_mut().enumerate() {
+                *s += unsafe { *ptr.offset(j as isize * stride) }.to_f32();
+            }
+        }
+        None => {}
+    }
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let body = seen.len() / LANES * LANES;
+    for chunk in seen[..body].chunks_exact(LANES) {
+        for l in 0..LANES {
+            lanes[l] = if chunk[l] > lanes[l] { chunk[l] } else { lanes[l] };
+        }
+    }
+    let top = seen[body..].iter().chain(&lanes).fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    if top == f32::NEG_INFINITY {
+        seen.fill(0.0);
+        return 1.0;
+    }
+    let weight = |s: f32| if s == f32::NEG_INFINITY { 0.0 } else { exp_f32(s - top) };
+    let mut sums = [0.0f32; LANES];
+    for chunk in seen[..body].chunks_exact_mut(LANES) {
+        for l in 0..LANES {
+            chunk[l] = weight(chunk[l]);
+            sums[l] += chunk[l];
+        }
+    }
+    let mut total = sums.iter().sum::<f32>();
+    for s in &mut seen[body..] {
+        *s = weight(*s);
+        total += *s;
+    }
+    total
+}
+
+/// The inputs of a launch as raw parts, shared by the slots.
+struct Parts<T> {
+    q: *const T,
+    k: *const T,
+    v: *const T,
+    strides: [[isize; 4]; 3],
+    mask: Option<(*const T, Vec<i64>)>,
+}
+
+// SAFETY: the inputs are only read, by every slot of one launch, while the launch holds them.
+unsafe impl<T> Sync for Parts<T> {}
 
 impl Sdpa {
     fn sizes(&self, inputs: &[TensorMeta]) -> Result<Sizes> {
@@ -107,69 +273,123 @@ impl Sdpa {
         self.scale.unwrap_or(1.0 / (d as f64).sqrt()) as f32
     }
 
+    /// One head (`index` over batch × query heads) into `dst` (`sq × dv`), with `scratch`
+    /// (inlined into `with_simd`'s AVX2 function, so the softmax loops use it).
+    #[inline(always)]
+    fn head<T: Float>(&self, z: &Sizes, parts: &Parts<T>, index: usize, dst: &mut [T], scratch: &mut [f32]) {
+        let (batch, h) = (index / z.hq, index % z.hq);
+        let kv = h / (z.hq / z.hk.max(1));
+        let [qs, ks, vs] = parts.strides;
+        let tile = z.tile();
+        let (scores, rest) = scratch.split_at_mut(tile * z.sk);
+        let at = |ptr: *const T, s: [isize; 4], head: usize| {
+            ptr.wrapping_offset(batch as isize * s[0] + head as isize * s[1])
+        };
+        let (q, k, v) = (at(parts.q, qs, h), at(parts.k, ks, kv), at(parts.v, vs, kv));
+        let widened = T::DTYPE != DType::Float32;
+        let (qm, km, vm, mut out_tile) = if widened {
+            let (qw, rest) = rest.split_at_mut(z.sq * z.d);
+            let (kw, rest) = rest.split_at_mut(z.sk * z.d);
+            let (vw, out_tile) = rest.split_at_mut(z.sk * z.dv);
+            // SAFETY: the head's elements lie inside q, k, v (shapes checked by `sizes`).
+            unsafe {
+                widen_matrix(q, z.sq, z.d, (qs[2], qs[3]), qw);
+                widen_matrix(k, z.sk, z.d, (ks[2], ks[3]), kw);
+                widen_matrix(v, z.sk, z.dv, (vs[2], vs[3]), vw);
+            }
+            let dense = |m: &[f32], cols: usize| Matrix { ptr: m.as_ptr(), row_stride: cols as isize, col_stride: 1 };
+            (dense(qw, z.d), dense(kw, z.d), dense(vw, z.dv), Some(out_tile))
+        } else {
+            let view =
+                |ptr: *const T, s: [isize; 4]| Matrix { ptr: ptr.cast::<f32>(), row_stride: s[2], col_stride: s[3] };
+            (view(q, qs), view(k, ks), view(v, vs), None)
+        };
+        let scale = self.scale(z.d);
+        for first in (0..z.sq).step_by(tile.max(1)) {
+            let rows = tile.min(z.sq - first);
+            let block = &mut scores[..rows * z.sk];
+            let mut totals = [1.0f32; TILE_ROWS];
+            // SAFETY: the matrices address the head's elements; block holds rows × sk values.
+            unsafe { product(rows, z.sk, z.d, block.as_mut_ptr(), qm.rows_from(first), km.transposed(), scale) };
+            for (r, row) in block.chunks_exact_mut(z.sk.max(1)).enumerate() {
+                let i = first + r;
+                let mask = parts.mask.as_ref().map(|(ptr, s)| MaskRow {
+                    ptr: ptr.wrapping_offset((batch as i64 * s[0] + h as i64 * s[1] + i as i64 * s[2]) as isize),
+                    stride: s[3] as isize,
+                });
+                totals[r] = softmax_row(row, z.visible(self.causal, i), mask);
+            }
+            let weights = Matrix { ptr: block.as_ptr(), row_stride: z.sk as isize, col_stride: 1 };
+            let rows_out = &mut dst[first * z.dv..(first + rows) * z.dv];
+            match out_tile.as_deref_mut() {
+                Some(out_tile) => {
+                    let out_tile = &mut out_tile[..rows * z.dv];
+                    // SAFETY: as above; out_tile holds rows × dv values.
+                    unsafe { product(rows, z.dv, z.sk, out_tile.as_mut_ptr(), weights, vm, 1.0) };
+                    for ((o, x), total) in rows_out.chunks_mut(z.dv).zip(out_tile.chunks(z.dv)).zip(totals) {
+                        o.iter_mut().zip(x).for_each(|(o, &x)| *o = T::from_f32(x / total));
+                    }
+                }
+                None => {
+                    let rows_out = rows_out.as_mut_ptr().cast::<f32>();
+                    // SAFETY: T is float32 on this path; rows_out holds rows × dv values.
+                    unsafe { product(rows, z.dv, z.sk, rows_out, weights, vm, 1.0) };
+                    let rows_out = unsafe { std::slice::from_raw_parts_mut(rows_out, rows * z.dv) };
+                    for (o, total) in rows_out.chunks_mut(z.dv).zip(totals) {
+                        o.iter_mut().for_each(|o| *o /= total);
+                    }
+                }
+            }
+        }
+    }
+
     fn run<T: Float>(&self, launch: Launch<'_>) -> Result<()> {
         let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
         let z = self.sizes(&metas)?;
-        let (q, k, v) = (read::<T>(&launch.inputs[0])?, read::<T>(&launch.inputs[1])?, read::<T>(&launch.inputs[2])?);
+        let strides = |i: usize| {
+            let s = launch.inputs[i].strides();
+            [s[0] as isize, s[1] as isize, s[2] as isize, s[3] as isize]
+        };
         let mask = match launch.inputs.get(3) {
             Some(m) => {
                 let target = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
                 let strides =
                     shape::broadcast_strides(m.shape(), m.strides(), &target).map_err(|e| invalid(e.to_string()))?;
-                Some((m.data_ptr() as usize, strides))
+                Some((m.data_ptr().cast::<T>() as *const T, strides))
             }
             None => None,
         };
+        let input = |i: usize| launch.inputs[i].data_ptr().cast::<T>() as *const T;
+        let parts =
+            Parts { q: input(0), k: input(1), v: input(2), strides: [strides(0), strides(1), strides(2)], mask };
         // SAFETY: the output is this launch's own buffer.
         let out = unsafe { write::<T>(&launch.outputs[0])? };
-        let work = floats("sdpa", launch.workspace, z.b * z.hq * (z.sk + z.dv))?;
+        let per_slot = z.slot_floats(T::DTYPE != DType::Float32);
+        let work = floats("sdpa", launch.workspace, z.slots() * per_slot)?;
         if out.is_empty() {
             return Ok(());
         }
-        let (scale, causal, group) = (self.scale(z.d), self.causal, z.hq / z.hk.max(1));
-        let head = |index: usize, dst: &mut [T], scratch: &mut [f32]| {
-            let (batch, h) = (index / z.hq, index % z.hq);
-            let kv = (batch * z.hk + h / group) * z.sk;
-            let (scores, acc) = scratch.split_at_mut(z.sk);
-            for i in 0..z.sq {
-                let query = &q[(index * z.sq + i) * z.d..][..z.d];
-                let visible = z.visible(causal, i);
-                let mut top = f32::NEG_INFINITY;
-                for (j, score) in scores[..visible].iter_mut().enumerate() {
-                    let key = &k[(kv + j) * z.d..][..z.d];
-                    let mut s = dot(query, key) * scale;
-                    if let Some((ptr, strides)) = &mask {
-                        let at = batch as i64 * strides[0]
-                            + h as i64 * strides[1]
-                            + i as i64 * strides[2]
-                            + j as i64 * strides[3];
-                        // SAFETY: broadcast strides address elements of the mask tensor.
-                        s += unsafe { *(*ptr as *const T).offset(at as isize) }.to_f32();
-                    }
-                    *score = s;
-                    top = top.max(s);
-                }
-                acc.fill(0.0);
-                let row = &mut dst[i * z.dv..][..z.dv];
-                if top == f32::NEG_INFINITY {
-                    row.iter_mut().for_each(|o| *o = T::from_f32(0.0));
-                    continue;
-                }
-                let mut total = 0.0f32;
-                for (j, score) in scores[..visible].iter().enumerate() {
-                    let p = (score - top).exp();
-                    total += p;
-                    let value = &v[(kv + j) * z.dv..][..z.dv];
-                    acc.iter_mut().zip(value).for_each(|(a, x)| *a += p * x.to_f32());
-                }
-                row.iter_mut().zip(acc.iter()).for_each(|(o, a)| *o = T::from_f32(a / total));
-            }
-        };
+        // each slot: a contiguous range of heads, their output rows, and its scratch
+        let mut slots = Vec::with_capacity(z.slots());
+        let (mut out, mut work) = (out, work);
+        for heads in threads::split(z.heads(), z.slots()) {
+            let (dst, rest) = std::mem::take(&mut out).split_at_mut(heads.len() * z.sq * z.dv);
+            let (scratch, more) = std::mem::take(&mut work).split_at_mut(per_slot);
+            slots.push((heads, dst, scratch));
+            (out, work) = (rest, more);
+        }
+        let per_head = z.sq * z.dv;
         threads::install(|| {
-            out.par_chunks_mut(z.sq * z.dv)
-                .zip(work.par_chunks_mut(z.sk + z.dv))
-                .enumerate()
-                .for_each(|(index, (dst, scratch))| head(index, dst, scratch))
+            slots.into_par_iter().for_each(|(heads, dst, scratch)| {
+                with_simd(
+                    #[inline(always)]
+                    || {
+                        for (index, dst) in heads.zip(dst.chunks_exact_mut(per_head.max(1))) {
+                            self.head(&z, &parts, index, dst, scratch);
+                        }
+                    },
+                )
+            })
         });
         Ok(())
     }
@@ -191,7 +411,7 @@ impl Kernel for Sdpa {
         let per_head = pairs * (2 * z.d as u64 + 3 + masked + 2 * z.dv as u64) + (z.sq * z.dv) as u64;
         let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
         let mut cost = Cost::simple(vec![out], read, (z.b * z.hq) as u64 * per_head)?;
-        cost.workspace = 4 * (z.b * z.hq * (z.sk + z.dv)) as u64;
+        cost.workspace = 4 * (z.slots() * z.slot_floats(self.dtype != DType::Float32)) as u64;
         Ok(cost)
     }
 

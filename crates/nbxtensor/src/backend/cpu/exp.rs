@@ -4,12 +4,13 @@
 //! results below it are lifted to e^−86.6 ≈ 2.4e−38 (inputs clamped there), which
 //! a normalising caller (softmax) cannot tell from zero. NaN stays NaN, +inf overflows to +inf.
 
-const LOG2_E: f32 = std::f32::consts::LOG2_E;
+pub(super) const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split so that `k * LN2_HIGH` is exact for the k that occur.
-const LN2_HIGH: f32 = 0.693_359_4;
-const LN2_LOW: f32 = -2.121_944_4e-4;
-/// 1.5 · 2^23: adding and subtracting it rounds a float32 to the nearest integer (ties to even).
-const ROUNDER: f32 = 12_582_912.0;
+pub(super) const LN2_HIGH: f32 = 0.693_359_4;
+pub(super) const LN2_LOW: f32 = -2.121_944_4e-4;
+/// 1.5 · 2^23: adding and subtracting it rounds a float32 to the nearest integer (ties to even),
+/// which then sits in the low bits of the sum.
+pub(super) const ROUNDER: f32 = 12_582_912.0;
 /// Inputs beyond these give results outside float32's normal range.
 const LOWEST: f32 = -86.6;
 const HIGHEST: f32 = 88.722_83;
@@ -19,14 +20,17 @@ const HIGHEST: f32 = 88.722_83;
 pub fn exp_f32(input: f32) -> f32 {
     // branch-free (selects, no early return), so loops over slices vectorize
     let x = input.clamp(LOWEST, HIGHEST);
-    let k = (x * LOG2_E + ROUNDER) - ROUNDER;
+    let t = x * LOG2_E + ROUNDER;
+    let k = t - ROUNDER;
     let r = (x - k * LN2_HIGH) - k * LN2_LOW;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    // 2^(k-1), doubled after the product, so that k = 128 (results near float32's max) fits
-    let scale = f32::from_bits(((k as i32 + 126) as u32) << 23);
+    // 2^(k-1), doubled after the product, so that k = 128 (results near float32's max) fits;
+    // k sits in the low bits of t (two's complement), read there instead of by a float-to-int
+    // conversion, which would not vectorize (Rust's `as` saturates)
+    let scale = f32::from_bits(t.to_bits().wrapping_sub(ROUNDER.to_bits()).wrapping_add(126) << 23);
     let value = p * scale * 2.0;
     let value = if input > HIGHEST { f32::INFINITY } else { value };
     if input.is_nan() {

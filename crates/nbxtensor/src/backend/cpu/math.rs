@@ -44,8 +44,8 @@ pub trait Real:
     fn abs(self) -> Self;
     /// x^y.
     fn powf(self, y: Self) -> Self;
-    /// The complementary error function, 1 - erf(x), accurate where it is small.
-    fn erfc(self) -> Self;
+    /// The GELU of the erf form, `x Φ(x) = x/2 · erfc(−x/√2)`, accurate where it is small.
+    fn gelu(self) -> Self;
     /// Whether the value is NaN.
     fn is_nan(self) -> bool;
 }
@@ -75,7 +75,7 @@ fn exponential<T: Exponential>(x: T) -> T {
 }
 
 macro_rules! real {
-    ($t:ty, $erf:path) => {
+    ($t:ty, $gelu:path) => {
         impl Real for $t {
             const ZERO: $t = 0.0;
             const ONE: $t = 1.0;
@@ -112,8 +112,8 @@ macro_rules! real {
                 <$t>::powf(self, y)
             }
             #[inline(always)]
-            fn erfc(self) -> $t {
-                $erf(self)
+            fn gelu(self) -> $t {
+                $gelu(self)
             }
             #[inline(always)]
             fn is_nan(self) -> bool {
@@ -123,12 +123,18 @@ macro_rules! real {
     };
 }
 
-real!(f32, erfc_f32);
-real!(f64, erfc_any);
+real!(f32, super::gelu::gelu_f32);
+real!(f64, gelu_f64);
 
-/// erfc in float32, through the float64 routine.
-fn erfc_f32(x: f32) -> f32 {
-    erfc_any(f64::from(x)) as f32
+/// The GELU in float64: `x/2 · erfc(−x/√2)`.
+pub(super) fn gelu_f64(x: f64) -> f64 {
+    0.5 * x * erfc_any(-(x * std::f64::consts::FRAC_1_SQRT_2))
+}
+
+/// erfc in float64 (the reference of the float32 GELU's tests).
+#[cfg(test)]
+pub(super) fn erfc_f64_of(x: f64) -> f64 {
+    erfc_any(x)
 }
 
 /// erfc of any x: `1 - erf(x)` where that loses nothing (|x| < 1), the tail routine beyond

@@ -11,6 +11,7 @@ mod copy;
 mod exp;
 mod flags;
 mod gather;
+mod gelu;
 mod math;
 mod matmul;
 mod norm;

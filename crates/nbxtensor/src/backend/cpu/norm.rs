@@ -2,15 +2,33 @@
 //! (attribute `eps`, default 1e-5: `(x - mean) / sqrt(var + eps) * weight + bias`, the biased
 //! variance) and `rms_norm(x, weight)` (attribute `eps`, default 1e-6:
 //! `x / sqrt(mean(x²) + eps) * weight`). weight and bias have the last dim's extent and x's
-//! dtype. Statistics and the normalization are computed in float64, rounded once.
+//! dtype. Statistics and the normalization are computed in float64, rounded once; the row sums
+//! in eight interleaved float64 lanes (vectorized; the order depends on the row's length only).
 
-use super::buffers::{read, write};
+use super::buffers::{read, with_simd, write};
 use super::math::{Real, Stored, REALS};
 use super::rows::par_rows;
 use crate::backend::CapabilityTable;
 use crate::dtype::DType;
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
 use half::{bf16, f16};
+
+/// Lanes of the row sums: a fixed order of additions (it depends on the row's length only).
+const LANES: usize = 8;
+
+/// `Σ f(x)` over a row in float64, in [`LANES`] interleaved partial sums added at the end.
+#[inline(always)]
+fn lanes_sum<T: Stored>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
+    let mut lanes = [0.0f64; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let tail: f64 = chunks.remainder().iter().map(|v| f(v.load().wide())).sum();
+    for chunk in chunks {
+        for l in 0..LANES {
+            lanes[l] += f(chunk[l].load().wide());
+        }
+    }
+    lanes.iter().sum::<f64>() + tail
+}
 
 struct Norm {
     /// layer_norm (true) or rms_norm.
@@ -37,19 +55,25 @@ impl Norm {
         let out = unsafe { write::<T>(&launch.outputs[0])? };
         let (layer, eps) = (self.layer, self.eps);
         par_rows(out, n, |first, rows| {
-            for (k, row) in rows.chunks_mut(n).enumerate() {
-                let input = &x[(first + k) * n..(first + k + 1) * n];
-                let mean = if layer { input.iter().map(|v| v.load().wide()).sum::<f64>() / n as f64 } else { 0.0 };
-                let square = input.iter().map(|v| (v.load().wide() - mean).powi(2)).sum::<f64>() / n as f64;
-                let scale = 1.0 / (square + eps).sqrt();
-                for (i, o) in row.iter_mut().enumerate() {
-                    let mut value = (input[i].load().wide() - mean) * scale * weight[i].load().wide();
-                    if let Some(bias) = &bias {
-                        value += bias[i].load().wide();
+            // forced inline into with_simd's AVX2 function, so the row loops vectorize there
+            with_simd(
+                #[inline(always)]
+                || {
+                    for (k, row) in rows.chunks_mut(n).enumerate() {
+                        let input = &x[(first + k) * n..(first + k + 1) * n];
+                        let mean = if layer { lanes_sum(input, |v| v) / n as f64 } else { 0.0 };
+                        let square = lanes_sum(input, |v| (v - mean) * (v - mean)) / n as f64;
+                        let scale = 1.0 / (square + eps).sqrt();
+                        for (i, o) in row.iter_mut().enumerate() {
+                            let mut value = (input[i].load().wide() - mean) * scale * weight[i].load().wide();
+                            if let Some(bias) = &bias {
+                                value += bias[i].load().wide();
+                            }
+                            *o = T::store(<T::Compute as Real>::of(value));
+                        }
                     }
-                    *o = T::store(<T::Compute as Real>::of(value));
-                }
-            }
+                },
+            )
         });
         Ok(())
     }

