@@ -33,7 +33,7 @@ fn matmul_reference(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Vec<f64> {
         b = b.unsqueeze(1).unwrap();
     }
     let products = ops::call("mul", &Attrs::new(), &[&a.unsqueeze(-1).unwrap(), &b.unsqueeze(-3).unwrap()]).unwrap();
-    let sum = ops::call("sum", &Attrs::new().with("axis", AttrValue::Int(-2)), &[&products[0]]).unwrap().remove(0);
+    let sum = ops::call("sum", &Attrs::new().with("axes", AttrValue::Ints(vec![-2])), &[&products[0]]).unwrap().remove(0);
     values(&sum)
 }
 

@@ -8,6 +8,7 @@ typedef long long i64;
 
 __device__ __forceinline__ float nbx_bf16_to_f32(nbx_bf16 b) { return __uint_as_float(((unsigned int)b) << 16); }
 __device__ __forceinline__ nbx_bf16 nbx_f32_to_bf16(float f) {
+    if (f != f) return 0x7FC0;  // every NaN, as the host's conversion writes it
     unsigned short r;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
     return r;
@@ -18,6 +19,10 @@ __device__ __forceinline__ float nbx_f16_to_f32(nbx_f16 h) {
     return f;
 }
 __device__ __forceinline__ nbx_f16 nbx_f32_to_f16(float f) {
+    if (f != f) {  // NaN: sign, the payload's top bits, quiet bit set, as the host writes it
+        unsigned int b = __float_as_uint(f);
+        return (nbx_f16)(((b >> 16) & 0x8000u) | 0x7E00u | ((b & 0x007FFFFFu) >> 13));
+    }
     unsigned short r;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
     return r;
