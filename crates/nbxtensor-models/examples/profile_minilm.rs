@@ -5,7 +5,7 @@
 //! cargo run --release -p nbxtensor-models --example profile_minilm -- MODEL_DIR BATCH SEQ [REPEATS]
 //! ```
 
-use nbxtensor::kernel::Launch;
+use nbxtensor::kernel::{Launch, Workspace};
 use nbxtensor::memory::{host_allocator, Allocator};
 use nbxtensor::program::Source;
 use nbxtensor::tensor::Tensor;
@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let outputs = step.cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
             let mut workspace = host_allocator().alloc(step.cost.workspace as usize)?;
             let start = Instant::now();
-            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: workspace.as_mut_slice() })?;
+            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: Workspace::host(workspace.as_mut_slice()) })?;
             best[index] = best[index].min(start.elapsed().as_secs_f64());
             for (&id, t) in step.outputs.iter().zip(outputs) {
                 values[id] = Some(t);
