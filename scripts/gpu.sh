@@ -25,5 +25,7 @@ while read -r name path; do
     cp "$path" ".gpu/$name"
     strip ".gpu/$name"
 done <<<"$binaries"
+cargo build --release --quiet -p nbxtensor --example cuda_launch_cost
+cp target/release/examples/cuda_launch_cost .gpu/ && strip .gpu/cuda_launch_cost
 python3 -m pip wheel --quiet --no-deps -w .gpu . >/dev/null
 ls -la .gpu

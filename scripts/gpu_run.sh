@@ -28,7 +28,8 @@ python3 -m pip install -q --no-deps --no-index --target /tmp/site .gpu/*.whl
 export PYTHONPATH=/tmp/site
 step python-gpu-tests python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py
 step bench-cuda python3 benchmarks/bench_cuda.py --repeats 7
+step launch-cost .gpu/cuda_launch_cost
 echo "== benchmark"
-cat "$logs/bench-cuda.log"
+cat "$logs/bench-cuda.log" "$logs/launch-cost.log"
 echo "== summary"
 printf '%s\n' "${summary[@]}"

@@ -67,6 +67,19 @@ impl Generator {
     }
 
     /// Reserves the words of a draw of `n` elements of `per_element` words; returns its start.
+    /// The stream this generator draws from.
+    pub fn words(&self) -> Words {
+        self.words
+    }
+
+    /// Claims the words of a draw of `n` elements of `per_element` words each, as a draw on
+    /// the host would (the offset moves to the next whole Philox block): the stream and the
+    /// first word, for a device that computes the same draw.
+    pub fn claim(&mut self, n: usize, per_element: u64) -> Result<(Words, u64), RandomError> {
+        let start = self.take(n, per_element)?;
+        Ok((self.words, start))
+    }
+
     fn take(&mut self, n: usize, per_element: u64) -> Result<u64, RandomError> {
         let start = self.offset;
         let end = (n as u64)
@@ -214,7 +227,8 @@ fn not_drawn(draw: &str, dtype: DType) -> RandomError {
     ))
 }
 
-fn check_bounds(low: f64, high: f64) -> Result<(), RandomError> {
+/// Refuses bounds that are not a finite, non-empty range.
+pub fn check_bounds(low: f64, high: f64) -> Result<(), RandomError> {
     if !(low.is_finite() && high.is_finite() && low < high) {
         return Err(RandomError::Invalid(format!("uniform: need finite low < high, got [{low}, {high})")));
     }

@@ -38,5 +38,5 @@ mod philox;
 pub use draws::{
     fill_integers, fill_normal_f32, fill_normal_f64, fill_uniform_f32, fill_uniform_f64, permutation, Words,
 };
-pub use generator::{FloatDraw, Generator, RandomError};
+pub use generator::{check_bounds, FloatDraw, Generator, RandomError};
 pub use philox::{philox4x32_10, ROUNDS};

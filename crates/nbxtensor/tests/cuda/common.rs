@@ -87,6 +87,19 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64], rtol: f64) {
     }
 }
 
+/// Runs `op` with `attrs` on `inputs` (host tensors) on the GPU and on the CPU; returns the
+/// values of output 0 of each, after checking the GPU output's device, dtype and shape.
+pub fn run_two(device: Device, op: &str, attrs: &Attrs, inputs: &[Tensor]) -> (Vec<f64>, Vec<f64>) {
+    let on_gpu: Vec<Tensor> = inputs.iter().map(|t| t.to(device).unwrap()).collect();
+    let gpu_refs: Vec<&Tensor> = on_gpu.iter().collect();
+    let gpu_out = ops::call(op, attrs, &gpu_refs).unwrap_or_else(|e| panic!("{op} on {device}: {e}")).remove(0);
+    assert_eq!(gpu_out.device(), device, "{op}: the output lives on the inputs' device");
+    let cpu_refs: Vec<&Tensor> = inputs.iter().collect();
+    let cpu_out = ops::call(op, attrs, &cpu_refs).unwrap().remove(0);
+    assert_eq!((gpu_out.dtype(), gpu_out.shape()), (cpu_out.dtype(), cpu_out.shape()), "{op}: output meta");
+    (values(&gpu_out), values(&cpu_out))
+}
+
 /// Runs `op` with `attrs` on `inputs` (host tensors) three ways: on the GPU, on the CPU, and on
 /// the CPU with every float input widened to float64; returns (gpu, cpu, reference) values of
 /// output 0 and checks the GPU output's dtype and shape against the CPU's.

@@ -175,7 +175,7 @@ fn maximum_and_minimum_propagate_nan_and_keep_zero_signs_as_the_cpu() {
             assert_same_bytes(&format!("{op} {dtype}"), &gpu, &cpu);
             let got = values(&gpu);
             assert!(got[0].is_nan() && got[1].is_nan(), "{op} {dtype}: NaN propagates: {got:?}");
-            let want = if op == "maximum" { [2.0, 5.0, 3.0] } else { [2.0, f64::INFINITY, f64::NEG_INFINITY] };
+            let want = if op == "maximum" { [2.0, f64::INFINITY, 3.0] } else { [2.0, 5.0, f64::NEG_INFINITY] };
             assert_eq!(&got[4..], &want[..], "{op} {dtype}");
         }
     }

@@ -15,6 +15,28 @@ use std::sync::Arc;
 
 const FLOATS: [DType; 3] = [DType::Float32, DType::Float16, DType::Bfloat16];
 
+/// numpy's matmul in float64 on the CPU, from elementwise products and a sum (independent of
+/// any matrix kernel): `sum(a[.., m, k, 1] * b[.., 1, k, n], axis=-2)`.
+fn matmul_reference(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Vec<f64> {
+    let (mut a, mut b) = (cast(a, DType::Float64), cast(b, DType::Float64));
+    if ta {
+        a = a.transpose(-1, -2).unwrap();
+    }
+    if tb {
+        b = b.transpose(-1, -2).unwrap();
+    }
+    let (vector_a, vector_b) = (a.ndim() == 1, b.ndim() == 1);
+    if vector_a {
+        a = a.unsqueeze(0).unwrap();
+    }
+    if vector_b {
+        b = b.unsqueeze(1).unwrap();
+    }
+    let products = ops::call("mul", &Attrs::new(), &[&a.unsqueeze(-1).unwrap(), &b.unsqueeze(-3).unwrap()]).unwrap();
+    let sum = ops::call("sum", &Attrs::new().with("axis", AttrValue::Int(-2)), &[&products[0]]).unwrap().remove(0);
+    values(&sum)
+}
+
 fn matmul_attrs(ta: bool, tb: bool) -> Attrs {
     Attrs::new().with("transpose_a", AttrValue::Bool(ta)).with("transpose_b", AttrValue::Bool(tb))
 }
@@ -40,7 +62,8 @@ fn matmul_and_linear_match_the_cpu_and_float64() {
             let nb: i64 = sb.iter().product();
             let a = host(&draw.uniform(na as usize, -1.0, 1.0), sa, dtype);
             let b = host(&draw.uniform(nb as usize, -1.0, 1.0), sb, dtype);
-            let (gpu, cpu, reference) = run_three(device, "matmul", &matmul_attrs(ta, tb), &[a, b]);
+            let reference = matmul_reference(&a, &b, ta, tb);
+            let (gpu, cpu) = run_two(device, "matmul", &matmul_attrs(ta, tb), &[a, b]);
             let what = format!("matmul {dtype} {sa:?}·{sb:?} ta={ta} tb={tb}");
             assert_close(&format!("{what} vs float64"), &gpu, &reference, rtol);
             assert_close(&format!("{what} vs cpu"), &gpu, &cpu, rtol);
@@ -48,18 +71,21 @@ fn matmul_and_linear_match_the_cpu_and_float64() {
         let x = host(&draw.uniform(5 * 7 * 64, -1.0, 1.0), &[5, 7, 64], dtype);
         let w = host(&draw.uniform(48 * 64, -1.0, 1.0), &[48, 64], dtype);
         let bias = host(&draw.uniform(48, -1.0, 1.0), &[48], dtype);
-        let (gpu, _, reference) = run_three(device, "linear", &Attrs::new(), &[x.clone(), w.clone(), bias]);
-        assert_close(&format!("linear {dtype} with bias"), &gpu, &reference, rtol);
-        let (gpu, _, reference) = run_three(device, "linear", &Attrs::new(), &[x, w]);
-        assert_close(&format!("linear {dtype}"), &gpu, &reference, rtol);
+        let product = matmul_reference(&x, &w, false, true);
+        let bias_values = values(&bias);
+        let with_bias: Vec<f64> = product.iter().enumerate().map(|(i, p)| p + bias_values[i % 48]).collect();
+        let (gpu, cpu) = run_two(device, "linear", &Attrs::new(), &[x.clone(), w.clone(), bias]);
+        assert_close(&format!("linear {dtype} with bias vs float64"), &gpu, &with_bias, rtol);
+        assert_close(&format!("linear {dtype} with bias vs cpu"), &gpu, &cpu, rtol);
+        let (gpu, _) = run_two(device, "linear", &Attrs::new(), &[x, w]);
+        assert_close(&format!("linear {dtype}"), &gpu, &product, rtol);
     }
     // a transposed view on the device is read in place
     let a = host(&draw.uniform(40 * 30, -1.0, 1.0), &[40, 30], DType::Float32);
     let b = host(&draw.uniform(40 * 20, -1.0, 1.0), &[40, 20], DType::Float32);
     let at = a.to(device).unwrap().transpose(0, 1).unwrap();
     let got = ops::call("matmul", &Attrs::new(), &[&at, &b.to(device).unwrap()]).unwrap().remove(0);
-    let (_, _, reference) = run_three(device, "matmul", &matmul_attrs(true, false), &[a, b]);
-    assert_close("matmul of a transposed device view", &values(&got), &reference, 1e-5);
+    assert_close("matmul of a transposed device view", &values(&got), &matmul_reference(&a, &b, true, false), 1e-5);
     // the declared workspace is cuBLASLt's
     let k = nbxtensor::backend::cuda::catalogue().kernel("matmul", DType::Float32, &Attrs::new()).unwrap();
     let cost =
@@ -126,7 +152,9 @@ fn programs_run_planned_and_replay_as_verified_cuda_graphs() {
     assert_eq!(run.device(), device);
     assert_eq!(run.to_bytes().unwrap(), eager.to_bytes().unwrap(), "a planned run is byte-equal to eager");
     let replay = executable.capture(&[&x]).unwrap();
-    assert_eq!(replay.graph().map(|g| g.nodes()), Some(4), "one graph node per launch");
+    // one node per kernel at least (cuBLASLt may split a product into two kernels)
+    let nodes = replay.graph().map(|g| g.nodes()).unwrap_or(0);
+    assert!(nodes >= 4, "{nodes} graph nodes for 4 launches");
     let y = host(&draw.uniform(8 * 64, -1.0, 1.0), &[8, 64], DType::Float32).to(device).unwrap();
     let replayed = replay.run(&[&y]).unwrap().remove(0);
     let expected = block(&[y, w1.clone(), w2.clone()]).unwrap().remove(0);

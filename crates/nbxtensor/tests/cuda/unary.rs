@@ -42,3 +42,21 @@ fn unary_ops_read_strided_views() {
     let (gpu, _, _) = run_three(device, "exp", &Attrs::new(), &[empty]);
     assert!(gpu.is_empty());
 }
+
+#[test]
+fn random_draws_on_the_gpu_have_the_cpus_bits() {
+    use nbxtensor::backend::cuda::{random_uniform_f32, random_words};
+    use nbxtensor::random::Generator;
+    let Some(device) = gpu("random_draws_on_the_gpu_have_the_cpus_bits") else { return };
+    let (mut host, mut dev) = (Generator::new(2024).spawn(3), Generator::new(2024).spawn(3));
+    // a first draw moves both offsets alike (to the next whole block)
+    let first = host.uniform_f32(1001, -2.0, 5.0).unwrap();
+    let on_gpu = random_uniform_f32(device, &mut dev, 1001, -2.0, 5.0).unwrap();
+    assert_eq!(on_gpu.to(nbxtensor::memory::Device::CPU).unwrap().to_vec::<f32>().unwrap(), first);
+    assert_eq!(host.offset(), dev.offset());
+    let mut words = vec![0u32; 4099];
+    host.words().fill(host.offset(), &mut words);
+    let gpu_words = random_words(device, &mut dev, 4099).unwrap();
+    assert_eq!(gpu_words.to(nbxtensor::memory::Device::CPU).unwrap().to_vec::<u32>().unwrap(), words);
+    assert!(random_uniform_f32(device, &mut dev, 4, 1.0, 1.0).is_err(), "an empty range is refused");
+}

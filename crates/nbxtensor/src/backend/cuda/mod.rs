@@ -22,6 +22,7 @@ mod graph;
 mod grid;
 mod indexer;
 mod launch;
+mod random;
 mod norm;
 mod quant;
 mod reduce;
@@ -40,6 +41,7 @@ pub use dims::{
 pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
 pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
+pub use random::{random_uniform_f32, random_words};
 pub use source::{KernelSource, Layout, MAX_DIMS, PRELUDE};
 pub use unary::{suffix, FLOATS};
 
@@ -92,6 +94,7 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &cast::FROM_BOOL,
         &copy::SOURCE,
         &gather::SOURCE,
+        &random::SOURCE,
         &reduce::SOURCE,
         &softmax::SOURCE,
         &norm::SOURCE,

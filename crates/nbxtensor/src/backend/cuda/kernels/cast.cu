@@ -118,15 +118,31 @@ __device__ __forceinline__ void cast_contiguous(const typename S::T* x, typename
     constexpr int WORDS_IN = V * sizeof(TS) / 16, WORDS_OUT = V * sizeof(TD) / 16;
     i64 stride = nbx_stride(), start = nbx_first();
     i64 body = nbx_aligned(x, y, y) ? n / V * V : 0;
-    for (i64 v = start; v < body / V; v += stride) {
-        union { uint4 raw[WORDS_IN]; TS e[V]; } in;
-        union { uint4 raw[WORDS_OUT]; TD e[V]; } out;
+    // UNROLL vectors per thread and iteration, all loaded before the first is converted: several
+    // independent 16-byte loads in flight per thread keep the memory system busy
+    constexpr int UNROLL = 4;
+    i64 count = body / V;
+    for (i64 v = start; v < count; v += UNROLL * stride) {
+        union { uint4 raw[WORDS_IN]; TS e[V]; } in[UNROLL];
 #pragma unroll
-        for (int w = 0; w < WORDS_IN; ++w) in.raw[w] = reinterpret_cast<const uint4*>(x)[v * WORDS_IN + w];
+        for (int u = 0; u < UNROLL; ++u) {
+            i64 q = v + u * stride;
+            if (q < count) {
 #pragma unroll
-        for (int k = 0; k < V; ++k) out.e[k] = D::from(S::load(in.e[k]));
+                for (int w = 0; w < WORDS_IN; ++w) in[u].raw[w] = reinterpret_cast<const uint4*>(x)[q * WORDS_IN + w];
+            }
+        }
 #pragma unroll
-        for (int w = 0; w < WORDS_OUT; ++w) reinterpret_cast<uint4*>(y)[v * WORDS_OUT + w] = out.raw[w];
+        for (int u = 0; u < UNROLL; ++u) {
+            i64 q = v + u * stride;
+            if (q < count) {
+                union { uint4 raw[WORDS_OUT]; TD e[V]; } out;
+#pragma unroll
+                for (int k = 0; k < V; ++k) out.e[k] = D::from(S::load(in[u].e[k]));
+#pragma unroll
+                for (int w = 0; w < WORDS_OUT; ++w) reinterpret_cast<uint4*>(y)[q * WORDS_OUT + w] = out.raw[w];
+            }
+        }
     }
     for (i64 i = body + start; i < n; i += stride) y[i] = D::from(S::load(x[i]));
 }
