@@ -4,7 +4,7 @@
 
 use super::common::*;
 use nbxtensor::backend::cuda::catalogue;
-use nbxtensor::kernel::{AttrValue, Attrs, TensorMeta};
+use nbxtensor::kernel::{AttrValue, Attrs, Launch, TensorMeta, Workspace};
 use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::{ops, DType};
@@ -204,4 +204,11 @@ fn the_decode_workspace_is_declared_and_bad_heads_refused() {
     let moved: Vec<Tensor> = [q, k, v].iter().map(|t| t.to(device).unwrap()).collect();
     let err = ops::call("sdpa", &Attrs::new(), &moved.iter().collect::<Vec<_>>()).unwrap_err().to_string();
     assert!(err.starts_with("sdpa:") && err.contains("multiple of hk"), "{err}");
+    // a launch whose workspace is smaller than the declaration is refused, not overrun
+    let [q, k, v] = operands(&mut draw, DType::Bfloat16, [1, 4, 1, 1, 700, 64, 80]);
+    let inputs: Vec<Tensor> = [q, k, v].iter().map(|t| t.to(device).unwrap()).collect();
+    let out = Tensor::zeros_on(device, DType::Bfloat16, &[1, 4, 1, 80]).unwrap();
+    let launch = Launch { inputs: &inputs, outputs: std::slice::from_ref(&out), workspace: Workspace::host(&mut []) };
+    let err = kernel.launch(launch).unwrap_err().to_string();
+    assert!(err.starts_with("sdpa: the launch's workspace holds 0 bytes"), "{err}");
 }

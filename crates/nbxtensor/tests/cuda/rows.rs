@@ -203,12 +203,14 @@ fn softmax_matches_the_cpu_and_float64() {
     let mut draw = Draw::new(21);
     // (shape, axis): one-pass rows of every split (lengths 7 to 4096: 1 to 8 chunks a thread,
     // 16-byte or single-element chunks, a warp or a block a row), rows too long for registers,
-    // an outer axis (a thread per row) and a middle axis of short extent
+    // an outer axis (few rows: two passes; many: a thread per row) and a middle axis of short
+    // extent
     let mut cases: Vec<(Vec<i64>, i64)> = ROW_LENGTHS.iter().map(|&n| (vec![3, n], -1)).collect();
     cases.extend([
         (vec![2, 1], -1),
         (vec![2, 40000], -1),
         (vec![300, 70], 0),
+        (vec![20, 1100], 0),
         (vec![4, 9, 3], 1),
         (vec![2, 3000, 5], 1),
     ]);
@@ -237,27 +239,28 @@ fn softmax_is_stable_and_agrees_on_infinities() {
     let (gpu, _, reference) = run_three(device, "softmax", &Attrs::new(), &[x]);
     assert_close("softmax of large values", &gpu, &reference, 2e-5);
     // masked entries (-inf) weigh nothing; a row of -inf only is NaN, as on the CPU
-    let mut v = draw.uniform(3 * 301, -1.0, 1.0);
-    for i in (0..3 * 301).step_by(3) {
+    let (rows, n) = (1100usize, 40usize);
+    let mut v = draw.uniform(rows * (n + 1), -1.0, 1.0);
+    for i in (0..rows * (n + 1)).step_by(3) {
         v[i] = f64::NEG_INFINITY;
     }
-    v[602..].iter_mut().for_each(|e| *e = f64::NEG_INFINITY);
-    let wide = host(&v, &[3, 301], DType::Float32);
-    let x = wide.narrow(1, 0, 300).unwrap().contiguous().unwrap();
+    v[(rows - 1) * (n + 1)..].iter_mut().for_each(|e| *e = f64::NEG_INFINITY);
+    let wide = host(&v, &[rows as i64, n as i64 + 1], DType::Float32);
+    let x = wide.narrow(1, 0, n as i64).unwrap().contiguous().unwrap();
     let on_gpu = x.to(device).unwrap();
     // the same rows through each kernel: one pass (contiguous), a thread per row (stored
-    // transposed), two passes (rows apart in memory)
+    // transposed: neighbouring rows adjacent), two passes (rows apart in memory)
     let views = [
         on_gpu.clone(),
         on_gpu.permute(&[1, 0]).unwrap().contiguous().unwrap().permute(&[1, 0]).unwrap(),
-        wide.to(device).unwrap().narrow(1, 0, 300).unwrap(),
+        wide.to(device).unwrap().narrow(1, 0, n as i64).unwrap(),
     ];
     for (k, view) in views.iter().enumerate() {
         for op in ["softmax", "log_softmax"] {
             let got = values(&call(op, &Attrs::new(), &[view]));
             let want = values(&call(op, &Attrs::new(), &[&x]));
             assert_close_or_infinite(&format!("{op} with -inf entries, layout {k}"), &got, &want, 2e-5);
-            assert!(got[600..].iter().all(|g| g.is_nan()), "{op}, layout {k}: a row of -inf only");
+            assert!(got[(rows - 1) * n..].iter().all(|g| g.is_nan()), "{op}, layout {k}: a row of -inf only");
         }
     }
 }

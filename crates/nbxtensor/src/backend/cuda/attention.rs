@@ -9,7 +9,7 @@
 //! workspace is declared for exactly that: `4·b·hq·splits·(2 + dv)` bytes, 0 otherwise.
 
 use super::declared::CudaKernel;
-use super::dims::grid_extent;
+use super::dims::{grid_extent, workspace_of};
 use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
 use crate::backend::CapabilityTable;
 use crate::dtype::DType;
@@ -68,11 +68,16 @@ fn decode_splits(sq: i64, sk: i64) -> Option<i64> {
     (sq == 1 && sk > DECODE_CHUNK).then(|| (sk + DECODE_CHUNK - 1) / DECODE_CHUNK)
 }
 
+/// Bytes of the decode path's partials: (max, sum, dv values) in float32 per split, batch and head.
+fn partial_bytes(b: i64, hq: i64, splits: i64, dv: i64) -> u64 {
+    4 * (b * hq * splits * (2 + dv)) as u64
+}
+
 /// The device workspace: the decode path's partials, else nothing.
 fn workspace(_: &CudaKernel, inputs: &[TensorMeta]) -> Result<u64> {
     let [q, k, v, ..] = inputs else { return Ok(0) };
     let (b, hq, sq, sk, dv) = extents(&q.shape, &k.shape, &v.shape)?;
-    Ok(decode_splits(sq, sk).map_or(0, |splits| 4 * (b * hq * splits * (2 + dv)) as u64))
+    Ok(decode_splits(sq, sk).map_or(0, |splits| partial_bytes(b, hq, splits, dv)))
 }
 
 fn strides_of(t: &Tensor) -> Strides {
@@ -127,7 +132,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     args.ptr(device_ptr(v)).value(&strides_of(v)).ptr(mask).value(&mask_strides).value(&sizes).f32(scale);
     let (d, width) = (d as u64, dv.min(SLICE) as u64);
     if let Some(splits) = decode_splits(sq, sk) {
-        let partials = launch.workspace.device_ptr();
+        let partials = workspace_of("sdpa", &launch.workspace, partial_bytes(b, hq, splits, dv))?;
         let warps = u64::from(THREADS / 32);
         let shared = 4 * (d + 2 * warps + warps * SLICE as u64);
         let f = function(device, &SOURCE, &format!("attention_decode_{dt}"))?;

@@ -39,6 +39,18 @@ pub fn merged_layout(shape: &[i64], strides: &[i64], offset: i64) -> Result<Layo
     Layout::new(&shape, &strides, offset)
 }
 
+/// The device address of a launch's workspace, refused (naming `op`) when it holds fewer than
+/// `bytes` (the kernel's declaration was not honoured).
+pub fn workspace_of(op: &str, workspace: &crate::kernel::Workspace<'_>, bytes: u64) -> Result<u64> {
+    if (workspace.len() as u64) < bytes {
+        return Err(KernelError::Invalid(format!(
+            "{op}: the launch's workspace holds {} bytes, the kernel declared {bytes}",
+            workspace.len()
+        )));
+    }
+    Ok(workspace.device_ptr())
+}
+
 /// Whether every value (device addresses, row lengths in bytes) is a multiple of 16: the
 /// condition of the 16-byte vector paths.
 pub fn aligned16(values: &[u64]) -> bool {

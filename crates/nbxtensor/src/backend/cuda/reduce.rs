@@ -10,7 +10,7 @@
 //! them in order. The device declares that workspace (16 bytes a partial), 0 otherwise.
 
 use super::declared::CudaKernel;
-use super::dims::{grid_extent, merged_layout};
+use super::dims::{grid_extent, merged_layout, workspace_of};
 use super::{device_ptr, function, Args, KernelSource, FLOATS};
 use crate::backend::CapabilityTable;
 use crate::dtype::DType;
@@ -94,11 +94,16 @@ fn extents(shape: &[i64], reduced: &[bool]) -> (i64, i64) {
     (pick(false), pick(true))
 }
 
+/// Bytes of the partials of a two-pass reduction.
+fn partial_bytes(outputs: i64, splits: i64) -> u64 {
+    (SLOT * outputs * splits) as u64
+}
+
 /// The device workspace: the partials of a two-pass reduction, else nothing.
 fn workspace(kernel: &CudaKernel, inputs: &[TensorMeta]) -> Result<u64> {
     let [x] = inputs else { return Ok(0) };
     let (outputs, count) = extents(&x.shape, &reduced_dims(kernel, x.shape.len())?);
-    Ok(split_plan(outputs, count).map_or(0, |(splits, _)| (SLOT * outputs * splits) as u64))
+    Ok(split_plan(outputs, count).map_or(0, |(splits, _)| partial_bytes(outputs, splits)))
 }
 
 fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
@@ -123,7 +128,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let mut args = Args::new();
     args.ptr(x.storage().as_ptr() as u64).value(&kept).value(&red);
     if let Some((splits, chunk)) = split_plan(outputs, count) {
-        let partials = launch.workspace.device_ptr();
+        let partials = workspace_of(kernel.op, &launch.workspace, partial_bytes(outputs, splits))?;
         let f = function(device, &SOURCE, &format!("{name}_split"))?;
         args.i64(count).i64(chunk).i32(splits as i32).ptr(partials);
         let grid_y = grid_extent(kernel.op, outputs, 1, 65535)?;

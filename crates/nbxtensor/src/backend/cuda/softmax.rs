@@ -18,6 +18,9 @@ pub static SOURCE: KernelSource = KernelSource { name: "softmax.cu", text: inclu
 const THREADS: u32 = 256;
 /// Rows up to this many elements get one warp each in the looped kernel; longer, a block.
 const WARP_ROW: i64 = 1024;
+/// Rows adjacent in memory take a thread each when there are at least this many of them
+/// (fewer would leave the device idle: they take the looped kernel's warps or blocks).
+const COLUMN_ROWS: i64 = 1024;
 
 fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
@@ -63,7 +66,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         .i64(rows)
         .ptr(device_ptr(y));
     let others_inner = if others.ndim > 0 { others.strides[others.ndim as usize - 1] } else { 0 };
-    if axis_stride != 1 && others_inner == 1 {
+    if axis_stride != 1 && others_inner == 1 && rows >= COLUMN_ROWS {
         // neighbouring rows are adjacent in memory: a thread per row reads coalesced
         let f = function(device, &SOURCE, &format!("softmax_columns_{dt}"))?;
         args.i32(log);

@@ -28,8 +28,11 @@ typedef unsigned char uchar;
 #define NBX_TILE 64
 #define NBX_STEP 32
 
-// A code as float32 without a conversion instruction: 2^23 + code, less 2^23.
-__device__ __forceinline__ float quant_code(unsigned int code) { return __uint_as_float(0x4B000000u | code) - 8388608.0f; }
+// Byte `i` of `v` (a code below 256) as float32 without a conversion instruction: the byte
+// placed under the exponent of 2^23 by one byte permutation, less 2^23.
+__device__ __forceinline__ float quant_code(unsigned int v, int i) {
+    return __uint_as_float(__byte_perm(v, 0x4B000000u, 0x7440u | (unsigned int)i)) - 8388608.0f;
+}
 
 // 8 elements of x at p (16-byte aligned) as float32.
 template <typename S>
@@ -52,9 +55,8 @@ template <typename S, int BITS, int ROWS>
 __device__ void quant_gemv(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
                            i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
                            int group, typename S::T* out) {
-    const int CODES = 128 / BITS;          // codes in 16 bytes
-    const int PER_WORD = 32 / BITS;        // codes in a 32-bit word
-    const unsigned int MASK = (1u << BITS) - 1u;
+    static_assert(BITS == 4, "the register path decodes 4-bit codes, two to a byte");
+    const int CODES = 128 / BITS;  // codes in 16 bytes
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     i64 col0 = ((i64)blockIdx.x * (blockDim.x / 32) + warp) * NBX_GEMV_COLS;
     i64 row0 = (i64)blockIdx.y * ROWS;
@@ -85,16 +87,16 @@ __device__ void quant_gemv(const typename S::T* x, i64 m, i64 k, const uchar* pa
         }
 #pragma unroll
         for (int piece = 0; piece < CODES / 8; ++piece) {
-            // 8 codes of each column: the piece's bits of its word
+            // the 8 codes of each column's word `piece`: low nibbles are the even elements
             float w[NBX_GEMV_COLS][8];
 #pragma unroll
             for (int c = 0; c < NBX_GEMV_COLS; ++c) {
-                const unsigned int* words = reinterpret_cast<const unsigned int*>(&codes[c]);
+                unsigned int word = reinterpret_cast<const unsigned int*>(&codes[c])[piece];
+                unsigned int low = word & 0x0F0F0F0Fu, high = (word >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    int code_index = piece * 8 + e;
-                    unsigned int word = words[code_index / PER_WORD];
-                    w[c][e] = quant_code((word >> ((code_index % PER_WORD) * BITS)) & MASK);
+                for (int i = 0; i < 4; ++i) {
+                    w[c][2 * i] = quant_code(low, i);
+                    w[c][2 * i + 1] = quant_code(high, i);
                 }
             }
 #pragma unroll
