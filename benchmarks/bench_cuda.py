@@ -3,7 +3,7 @@
 Rows: bf16 matrix products (4096³, 8192³) against torch.matmul; memory-bound kernels on
 tensors far larger than L2 (their bytes read + written over time, against the device-to-device
 copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
-kernels, eager against CUDA-graph replay. Each timing is the median of `--repeats` runs of
+kernels, eager against CUDA-graph replay (and torch's eager neg as a peer). Each timing is the median of `--repeats` runs of
 `--inner` back-to-back launches, after a warm-up, bracketed by a device synchronisation.
 torch is a reference peer only: this script imports it; the library never does.
 
@@ -76,12 +76,24 @@ def memory_rows(repeats, numel, copy_bw):
     w = torch.randn(width, device="cuda", dtype=torch.bfloat16)
     tw = nbx.from_dlpack(w)
     bytes_2d = 2 * m.numel() * 2
+    # rope on [heads, seq, 128] (half-split): cos and sin [seq, 64] stay in L2
+    seq, head_dim = 4096, 128
+    q = x.reshape(-1, seq, head_dim)
+    tq = nbx.from_dlpack(q)
+    angles = torch.rand(seq, head_dim // 2, device="cuda")
+    cos, sin = angles.cos().bfloat16(), angles.sin().bfloat16()
+    tcos, tsin = nbx.from_dlpack(cos), nbx.from_dlpack(sin)
+
+    def torch_rope():
+        x1, x2 = q[..., : head_dim // 2], q[..., head_dim // 2 :]
+        return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
     cases = [
         ("add bf16", lambda: ops.add(tx, ty), lambda: torch.add(x, y), 3 * numel * 2),
         ("cast bf16->f32", lambda: ops.cast(tx, "float32"), lambda: x.float(), numel * 2 + numel * 4),
         ("rms_norm bf16 rows of 4096", lambda: ops.rms_norm(tm, tw, eps=1e-6),
          lambda: torch.nn.functional.rms_norm(m, (width,), w, 1e-6), bytes_2d),
         ("softmax bf16 rows of 4096", lambda: ops.softmax(tm, axis=-1), lambda: torch.softmax(m, -1), bytes_2d),
+        ("rope bf16 head_dim 128", lambda: ops.rope(tq, tcos, tsin), torch_rope, 2 * numel * 2),
     ]
     for name, mine_fn, theirs_fn, moved in cases:
         try:
@@ -113,12 +125,21 @@ def launch_rows(repeats, chain=1000):
             ours_sync()
         return statistics.median(samples) / chain
 
+    tx = torch.randn(16, device="cuda")
+
+    def torch_model(t):
+        for _ in range(chain):
+            t = torch.neg(t)
+        return t
+
+    torch_host = host_only(lambda: torch_model(tx))
+    torch_wall = timed(lambda: torch_model(tx), torch_sync, repeats, 1) / chain
     eager_host = host_only(lambda: model(x))
     eager_wall = timed(lambda: model(x), ours_sync, repeats, 1) / chain
     replay = program.trace(model, x).executable().capture(x)
     replay_host = host_only(lambda: replay.run(x))
     replay_wall = timed(lambda: replay.run(x), ours_sync, repeats, 1) / chain
-    return eager_host, eager_wall, replay_host, replay_wall
+    return eager_host, eager_wall, replay_host, replay_wall, torch_host, torch_wall
 
 
 def main():
@@ -135,7 +156,8 @@ def main():
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
             continue
         print(f"{name:<30}{mine * 1e3:>10.3f}ms{theirs * 1e3:>10.3f}ms{theirs / mine:>7.2f}x  {note}")
-    eager_host, eager_wall, replay_host, replay_wall = launch_rows(args.repeats)
+    eager_host, eager_wall, replay_host, replay_wall, torch_host, torch_wall = launch_rows(args.repeats)
+    print(f"{'per kernel, torch (1000 neg)':<30} host {torch_host * 1e6:.2f} us, wall {torch_wall * 1e6:.2f} us")
     print(f"{'per kernel, eager (1000 neg)':<30} host {eager_host * 1e6:.2f} us, wall {eager_wall * 1e6:.2f} us")
     print(f"{'per node, CUDA graph replay':<30} host {replay_host * 1e6:.3f} us, wall {replay_wall * 1e6:.2f} us")
 

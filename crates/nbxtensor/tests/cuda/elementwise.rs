@@ -402,6 +402,29 @@ fn every_cast_pair_writes_the_bytes_the_cpu_writes() {
 }
 
 #[test]
+fn large_casts_take_four_vectors_a_thread_and_agree() {
+    let Some(device) = gpu("large_casts_take_four_vectors_a_thread_and_agree") else { return };
+    let mut draw = Draw::new(16);
+    // past 4 vectors × the grid's threads (8 blocks of 256 on each of up to 132
+    // multiprocessors) for the widest vector (16 one-byte elements), plus a tail
+    let n = 4 * 16 * 8 * 256 * 132 + 13;
+    let pairs = [
+        (DType::Float32, DType::Bfloat16),
+        (DType::Bfloat16, DType::Float32),
+        (DType::Float16, DType::Int64),
+        (DType::Int64, DType::Int8),
+        (DType::Uint8, DType::Float32),
+        (DType::Uint8, DType::Int8),
+    ];
+    for (from, to) in pairs {
+        let x = cast_input(&mut draw, from, n);
+        let attrs = Attrs::new().with("dtype", AttrValue::DType(to));
+        let [gpu, cpu, _] = three(device, "cast", &attrs, std::slice::from_ref(&x), plain);
+        assert_same_bytes(&format!("cast of {n} elements, {from} to {to}"), &gpu, &cpu);
+    }
+}
+
+#[test]
 fn casts_follow_rust_as_and_refuse_unserved_pairs() {
     let Some(device) = gpu("casts_follow_rust_as_and_refuse_unserved_pairs") else { return };
     let source = [-1.7f32, 2.9, 1e10, f32::NAN, -3e9, 127.9, -128.9];

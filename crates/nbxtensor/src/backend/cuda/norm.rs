@@ -12,7 +12,10 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
 
 /// The source of the normalization kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "norm.cu", text: include_str!("kernels/norm.cu") };
+pub static SOURCE: KernelSource = KernelSource {
+    name: "norm.cu",
+    text: concat!(include_str!("kernels/rows.cuh"), "#line 1 \"norm.cu\"\n", include_str!("kernels/norm.cu")),
+};
 
 /// Threads per block of the looped kernels.
 const THREADS: u32 = 256;

@@ -12,7 +12,10 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
 
 /// The source of the softmax kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "softmax.cu", text: include_str!("kernels/softmax.cu") };
+pub static SOURCE: KernelSource = KernelSource {
+    name: "softmax.cu",
+    text: concat!(include_str!("kernels/rows.cuh"), "#line 1 \"softmax.cu\"\n", include_str!("kernels/softmax.cu")),
+};
 
 /// Threads per block of the two-pass kernels.
 const THREADS: u32 = 256;

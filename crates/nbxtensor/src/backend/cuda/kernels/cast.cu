@@ -9,8 +9,8 @@
 // - to bool: value != 0 (NaN is true); from bool: 0 or 1 (any nonzero byte is true).
 //
 //   cast_<from>_<to>(const S* x, D* y, i64 n)
-//       x and y contiguous: 16 bytes of the narrower side per thread (whole 16-byte words of
-//       both) where both are 16-byte aligned, a scalar tail.
+//       x and y contiguous: where both are 16-byte aligned, vectors of 16 bytes of the wider
+//       side (and as many elements of the narrower), four in flight a thread; a scalar tail.
 //   cast_<from>_<to>_strided(const S* x, Indexer ix, D* y, i64 n, int narrow)
 //       x of any layout (operand 0 of ix).
 
@@ -110,24 +110,54 @@ struct ToBool {
     static __device__ __forceinline__ T from(nbx_flag b) { return b.on ? 1 : 0; }
 };
 
+// A word of N bytes (N = 1, 2, 4, 8 or 16): what one access of a thread moves.
+template <int N> struct CastWord;
+template <> struct CastWord<1> { typedef unsigned char T; };
+template <> struct CastWord<2> { typedef unsigned short T; };
+template <> struct CastWord<4> { typedef unsigned int T; };
+template <> struct CastWord<8> { typedef uint2 T; };
+template <> struct CastWord<16> { typedef uint4 T; };
+
+// V elements: one word of the wider side (16 bytes), V · sizeof(narrower) bytes of the other,
+// so that both sides' accesses are whole, adjacent words across a warp.
 template <typename S, typename D>
-__device__ __forceinline__ void cast_contiguous(const typename S::T* x, typename D::T* y, i64 n) {
+struct CastVector {
     typedef typename S::T TS;
     typedef typename D::T TD;
-    constexpr int V = 16 / (sizeof(TS) < sizeof(TD) ? sizeof(TS) : sizeof(TD));
-    constexpr int WORDS_IN = V * sizeof(TS) / 16, WORDS_OUT = V * sizeof(TD) / 16;
-    i64 stride = nbx_stride(), start = nbx_first();
-    i64 body = nbx_aligned(x, y, y) ? n / V * V : 0;
-    for (i64 v = start; v < body / V; v += stride) {
-        union { uint4 raw[WORDS_IN]; TS e[V]; } in;
-        union { uint4 raw[WORDS_OUT]; TD e[V]; } out;
-#pragma unroll
-        for (int w = 0; w < WORDS_IN; ++w) in.raw[w] = reinterpret_cast<const uint4*>(x)[v * WORDS_IN + w];
+    static constexpr int V = 16 / (sizeof(TS) > sizeof(TD) ? sizeof(TS) : sizeof(TD));
+    typedef typename CastWord<V * sizeof(TS)>::T In;
+    typedef typename CastWord<V * sizeof(TD)>::T Out;
+    static __device__ __forceinline__ Out convert(In word) {
+        union { In raw; TS e[V]; } in;
+        union { Out raw; TD e[V]; } out;
+        in.raw = word;
 #pragma unroll
         for (int k = 0; k < V; ++k) out.e[k] = D::from(S::load(in.e[k]));
-#pragma unroll
-        for (int w = 0; w < WORDS_OUT; ++w) reinterpret_cast<uint4*>(y)[v * WORDS_OUT + w] = out.raw[w];
+        return out.raw;
     }
+};
+
+// UNROLL independent vectors a thread per step (each a grid stride apart, so that every
+// access of a warp stays adjacent): loads issued together keep enough bytes in flight.
+#define NBX_CAST_UNROLL 4
+
+template <typename S, typename D>
+__device__ __forceinline__ void cast_contiguous(const typename S::T* x, typename D::T* y, i64 n) {
+    typedef CastVector<S, D> C;
+    constexpr int V = C::V;
+    i64 stride = nbx_stride(), start = nbx_first();
+    i64 body = nbx_aligned(x, y, y) ? n / V * V : 0;
+    const typename C::In* in = reinterpret_cast<const typename C::In*>(x);
+    typename C::Out* out = reinterpret_cast<typename C::Out*>(y);
+    i64 vectors = body / V, v = start;
+    for (; v + (NBX_CAST_UNROLL - 1) * stride < vectors; v += NBX_CAST_UNROLL * stride) {
+        typename C::In word[NBX_CAST_UNROLL];
+#pragma unroll
+        for (int u = 0; u < NBX_CAST_UNROLL; ++u) word[u] = in[v + u * stride];
+#pragma unroll
+        for (int u = 0; u < NBX_CAST_UNROLL; ++u) out[v + u * stride] = C::convert(word[u]);
+    }
+    for (; v < vectors; v += stride) out[v] = C::convert(in[v]);
     for (i64 i = body + start; i < n; i += stride) y[i] = D::from(S::load(x[i]));
 }
 

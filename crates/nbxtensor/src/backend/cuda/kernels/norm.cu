@@ -43,49 +43,6 @@ __device__ __forceinline__ float norm_group_sum(float v, int group, float* scrat
     return r;
 }
 
-// V elements at p (16 bytes when V > 1) as float32, and back: whole 16-byte words, 16-bit
-// elements two to a 32-bit word, low half first.
-template <typename S, int V>
-__device__ __forceinline__ void norm_load(const typename S::T* p, float* out) {
-    if constexpr (V == 1) {
-        out[0] = S::load(*p);
-    } else {
-        uint4 raw = *reinterpret_cast<const uint4*>(p);
-        unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if constexpr (sizeof(typename S::T) == 4) {
-                out[k] = S::load(__uint_as_float(w[k]));
-            } else {
-                out[2 * k] = S::load((typename S::T)(w[k] & 0xffffu));
-                out[2 * k + 1] = S::load((typename S::T)(w[k] >> 16));
-            }
-        }
-    }
-}
-template <typename S, int V>
-__device__ __forceinline__ void norm_store(typename S::T* p, const float* in) {
-    if constexpr (V == 1) {
-        *p = S::store(in[0]);
-    } else {
-        unsigned int w[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if constexpr (sizeof(typename S::T) == 4) {
-                w[k] = __float_as_uint(S::store(in[k]));
-            } else {
-                w[k] = (unsigned int)S::store(in[2 * k]) | ((unsigned int)S::store(in[2 * k + 1]) << 16);
-            }
-        }
-        uint4 raw;
-        raw.x = w[0];
-        raw.y = w[1];
-        raw.z = w[2];
-        raw.w = w[3];
-        __stwb(reinterpret_cast<uint4*>(p), raw);  // one 16-byte store (a plain one may be split)
-    }
-}
-
 template <typename S, int V, int CH, bool LAYER>
 __device__ void norm_rows(const typename S::T* x, const typename S::T* w, const typename S::T* b, typename S::T* y,
                           i64 rows, i64 n, float eps, int group) {
@@ -94,27 +51,19 @@ __device__ void norm_rows(const typename S::T* x, const typename S::T* w, const 
     i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
     bool active = row < rows;
     i64 base = active ? row * n : 0;
-    float v[CH][V];
-    float mean = 0.0f;
-    if (LAYER) {
-        float sum = 0.0f;
+    RowChunk<S, V> v[CH];
+    float sum = 0.0f;
 #pragma unroll
-        for (int c = 0; c < CH; ++c) {
-            i64 at = ((i64)c * group + lane) * V;
-            if (active && at < n) {
-                norm_load<S, V>(x + base + at, v[c]);
+    for (int c = 0; c < CH; ++c) {
+        i64 at = ((i64)c * group + lane) * V;
+        if (active && at < n) {
+            v[c].load(x + base + at);
+            if (LAYER)
 #pragma unroll
-                for (int k = 0; k < V; ++k) sum += v[c][k];
-            }
-        }
-        mean = norm_group_sum(sum, group, scratch) / (float)n;
-    } else {
-#pragma unroll
-        for (int c = 0; c < CH; ++c) {
-            i64 at = ((i64)c * group + lane) * V;
-            if (active && at < n) norm_load<S, V>(x + base + at, v[c]);
+                for (int k = 0; k < V; ++k) sum += v[c].get(k);
         }
     }
+    float mean = LAYER ? norm_group_sum(sum, group, scratch) / (float)n : 0.0f;
     float squares = 0.0f;
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
@@ -122,8 +71,8 @@ __device__ void norm_rows(const typename S::T* x, const typename S::T* w, const 
         if (active && at < n) {
 #pragma unroll
             for (int k = 0; k < V; ++k) {
-                v[c][k] -= mean;
-                squares += v[c][k] * v[c][k];
+                float d = LAYER ? v[c].get(k) - mean : v[c].get(k);
+                squares += d * d;
             }
         }
     }
@@ -132,12 +81,16 @@ __device__ void norm_rows(const typename S::T* x, const typename S::T* w, const 
     for (int c = 0; c < CH; ++c) {
         i64 at = ((i64)c * group + lane) * V;
         if (active && at < n) {
-            float weight[V], bias[V];
-            norm_load<S, V>(w + at, weight);
-            if (LAYER) norm_load<S, V>(b + at, bias);
+            RowChunk<S, V> weight, bias;
+            weight.load(w + at);
+            if (LAYER) bias.load(b + at);
+            float out[V];
 #pragma unroll
-            for (int k = 0; k < V; ++k) v[c][k] = v[c][k] * scale * weight[k] + (LAYER ? bias[k] : 0.0f);
-            norm_store<S, V>(y + base + at, v[c]);
+            for (int k = 0; k < V; ++k) {
+                float d = LAYER ? v[c].get(k) - mean : v[c].get(k);
+                out[k] = d * scale * weight.get(k) + (LAYER ? bias.get(k) : 0.0f);
+            }
+            row_store<S, V>(y + base + at, out);
         }
     }
 }
@@ -174,25 +127,21 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
 }
 
 // One one-pass kernel: CH chunks a thread, of 16 bytes (VEC = _vec) or of one element.
-#define NBX_NORM_ROWS(op, LAYER, dt, S, CH, VEC)                                                              \
-    extern "C" __global__ void __launch_bounds__(512)                                                         \
+#define NBX_NORM_ROWS(op, LAYER, dt, S, CH, VEC, BOUND)                                                       \
+    extern "C" __global__ void BOUND                                                                          \
         norm_##op##_##dt##_##CH##VEC(const S::T* x, const S::T* w, const S::T* b, S::T* y, i64 rows, i64 n,   \
                                      float eps, int group) {                                                  \
         norm_rows<S, NBX_CHUNK##VEC(S), CH, LAYER>(x, w, b, y, rows, n, eps, group);                          \
     }
 
-// Elements in a chunk: 16 bytes' worth, or one.
-#define NBX_CHUNK_vec(S) (16 / sizeof(S::T))
-#define NBX_CHUNK(S) 1
-
 // The kernels of an op and dtype: the one-pass kernels of 1 to 8 one-element chunks a thread
 // and of 16-byte chunks up to 32 elements a thread (VECS: NBX_VECS_4 for 4 elements a chunk,
 // 1 to 8 chunks; NBX_VECS_8 for 8 elements a chunk, 1 to 4), and the looped kernel.
 #define NBX_NORM(op, LAYER, dt, S, VECS)                                                                      \
-    NBX_NORM_ROWS(op, LAYER, dt, S, 1, )                                                                      \
-    NBX_NORM_ROWS(op, LAYER, dt, S, 2, )                                                                      \
-    NBX_NORM_ROWS(op, LAYER, dt, S, 4, )                                                                      \
-    NBX_NORM_ROWS(op, LAYER, dt, S, 8, )                                                                      \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 1, , NBX_ROW_BOUND)                                                       \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 2, , NBX_ROW_BOUND)                                                       \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 4, , NBX_ROW_BOUND)                                                       \
+    NBX_NORM_ROWS(op, LAYER, dt, S, 8, , NBX_ROW_BOUND)                                                       \
     VECS(NBX_NORM_ROWS, op, LAYER, dt, S)                                                                     \
     extern "C" __global__ void norm_##op##_##dt##_looped(const S::T* x, Layout rows_at, i64 x_stride,         \
                                                          const S::T* w, i64 w_stride, const S::T* b,          \
@@ -201,10 +150,20 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
         norm_looped<S, LAYER>(x, rows_at, x_stride, w, w_stride, b, b_stride, y, rows, n, eps, group);        \
     }
 
-#define NBX_VECS_4(M, op, LAYER, dt, S) \
-    M(op, LAYER, dt, S, 1, _vec) M(op, LAYER, dt, S, 2, _vec) M(op, LAYER, dt, S, 4, _vec) M(op, LAYER, dt, S, 8, _vec)
-#define NBX_VECS_8(M, op, LAYER, dt, S) \
-    M(op, LAYER, dt, S, 1, _vec) M(op, LAYER, dt, S, 2, _vec) M(op, LAYER, dt, S, 4, _vec)
+#define NBX_VECS_4(M, op, LAYER, dt, S)                                                             \
+    M(op, LAYER, dt, S, 1, _vec, NBX_ROW_BOUND) M(op, LAYER, dt, S, 2, _vec, NBX_ROW_BOUND)         \
+    M(op, LAYER, dt, S, 4, _vec, NBX_ROW_BOUND) M(op, LAYER, dt, S, 8, _vec, NBX_ROW_BOUND)
+#define NBX_VECS_8(M, op, LAYER, dt, S)                                                             \
+    M(op, LAYER, dt, S, 1, _vec, NBX_ROW_BOUND) M(op, LAYER, dt, S, 2, _vec, NBX_ROW_BOUND)         \
+    M(op, LAYER, dt, S, 4, _vec, NBX_ROW_BOUND_16BIT_4_##op)
+
+// The register bound of the one-pass kernels: blocks of up to 512 threads; the 16-bit kernels
+// of four 16-byte chunks a thread (rows of 4096) are held to what they fit without spilling
+// (rms_norm 40 registers, layer_norm 48), so that 12 (10) blocks of 128 are in flight on a
+// multiprocessor, not 8.
+#define NBX_ROW_BOUND __launch_bounds__(512)
+#define NBX_ROW_BOUND_16BIT_4_rms_norm __maxnreg__(40)
+#define NBX_ROW_BOUND_16BIT_4_layer_norm __maxnreg__(48)
 
 NBX_NORM(layer_norm, true, f32, F32, NBX_VECS_4)
 NBX_NORM(layer_norm, true, f16, F16, NBX_VECS_8)

@@ -59,65 +59,36 @@ __device__ __forceinline__ float softmax_group(float v, int group, float* scratc
     return r;
 }
 
-// V elements at p (16 bytes when V > 1) as float32, and back: whole 16-byte words, 16-bit
-// elements two to a 32-bit word, low half first.
-template <typename S, int V>
-__device__ __forceinline__ void softmax_load(const typename S::T* p, float* out) {
-    if constexpr (V == 1) {
-        out[0] = S::load(*p);
+// exp on the way to a 16-bit result: exp2f (the multiprocessor's exp2, a few ulp of float32,
+// far below a 16-bit ulp) on the scaled argument; float32 results take the accurate expf.
+template <typename S>
+__device__ __forceinline__ float softmax_exp(float x) {
+    if constexpr (sizeof(typename S::T) == 4) {
+        return expf(x);
     } else {
-        uint4 raw = *reinterpret_cast<const uint4*>(p);
-        unsigned int w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if constexpr (sizeof(typename S::T) == 4) {
-                out[k] = S::load(__uint_as_float(w[k]));
-            } else {
-                out[2 * k] = S::load((typename S::T)(w[k] & 0xffffu));
-                out[2 * k + 1] = S::load((typename S::T)(w[k] >> 16));
-            }
-        }
-    }
-}
-template <typename S, int V>
-__device__ __forceinline__ void softmax_store(typename S::T* p, const float* in) {
-    if constexpr (V == 1) {
-        *p = S::store(in[0]);
-    } else {
-        unsigned int w[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if constexpr (sizeof(typename S::T) == 4) {
-                w[k] = __float_as_uint(S::store(in[k]));
-            } else {
-                w[k] = (unsigned int)S::store(in[2 * k]) | ((unsigned int)S::store(in[2 * k + 1]) << 16);
-            }
-        }
-        uint4 raw;
-        raw.x = w[0];
-        raw.y = w[1];
-        raw.z = w[2];
-        raw.w = w[3];
-        __stwb(reinterpret_cast<uint4*>(p), raw);  // one 16-byte store (a plain one may be split)
+        return exp2f(x * 1.4426950408889634f);
     }
 }
 
+// A float32 row keeps each exp in place of its input (no more registers); a 16-bit row
+// computes it again when writing (its 16-bit chunks cannot hold it).
 template <typename S, int V, int CH>
 __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows, i64 n, int group, int log) {
+    constexpr bool KEEP = sizeof(typename S::T) == 4;
     __shared__ float scratch[32];
     int lane = threadIdx.x % group;
     i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
     bool active = row < rows;
     i64 base = active ? row * n : 0;
-    float v[CH][V];
+    RowChunk<S, V> v[CH];
     float m = NBX_NEG_INF;
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
         i64 at = ((i64)c * group + lane) * V;
         if (active && at < n) {
-            softmax_load<S, V>(x + base + at, v[c]);
+            v[c].load(x + base + at);
 #pragma unroll
-            for (int k = 0; k < V; ++k) m = fmaxf(m, v[c][k]);
+            for (int k = 0; k < V; ++k) m = fmaxf(m, v[c].get(k));
         }
     }
     m = softmax_group<true>(m, group, scratch);
@@ -128,10 +99,9 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
         if (active && at < n) {
 #pragma unroll
             for (int k = 0; k < V; ++k) {
-                float shifted = v[c][k] - m;
-                float e = expf(shifted);
+                float e = softmax_exp<S>(v[c].get(k) - m);
                 s += e;
-                v[c][k] = log ? shifted : e;
+                if (KEEP && !log) v[c].put(k, e);
             }
         }
     }
@@ -141,9 +111,13 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
     for (int c = 0; c < CH; ++c) {
         i64 at = ((i64)c * group + lane) * V;
         if (active && at < n) {
+            float out[V];
 #pragma unroll
-            for (int k = 0; k < V; ++k) v[c][k] = log ? v[c][k] - shift : v[c][k] * scale;
-            softmax_store<S, V>(y + base + at, v[c]);
+            for (int k = 0; k < V; ++k) {
+                float shifted = v[c].get(k) - m;
+                out[k] = log ? shifted - shift : (KEEP ? v[c].get(k) : softmax_exp<S>(shifted)) * scale;
+            }
+            row_store<S, V>(y + base + at, out);
         }
     }
 }
@@ -219,24 +193,20 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
 }
 
 // One one-pass kernel: CH chunks a thread, of 16 bytes (VEC = _vec) or of one element.
-#define NBX_SOFTMAX_ROWS(dt, S, CH, VEC)                                                                      \
-    extern "C" __global__ void __launch_bounds__(512) softmax_rows_##dt##_##CH##VEC(                          \
+#define NBX_SOFTMAX_ROWS(dt, S, CH, VEC, BOUND)                                                               \
+    extern "C" __global__ void BOUND softmax_rows_##dt##_##CH##VEC(                                           \
         const S::T* x, S::T* y, i64 rows, i64 n, int group, int log) {                                       \
         softmax_rows<S, NBX_CHUNK##VEC(S), CH>(x, y, rows, n, group, log);                                   \
     }
-
-// Elements in a chunk: 16 bytes' worth, or one.
-#define NBX_CHUNK_vec(S) (16 / sizeof(S::T))
-#define NBX_CHUNK(S) 1
 
 // The kernels of a dtype: the one-pass kernels of 1 to 8 one-element chunks a thread and of
 // 16-byte chunks up to 32 elements a thread (VECS: NBX_VECS_4 for 4 elements a chunk, 1 to 8
 // chunks; NBX_VECS_8 for 8 elements a chunk, 1 to 4), the looped and the column kernel.
 #define NBX_SOFTMAX(dt, S, VECS)                                                                                \
-    NBX_SOFTMAX_ROWS(dt, S, 1, )                                                                                \
-    NBX_SOFTMAX_ROWS(dt, S, 2, )                                                                                \
-    NBX_SOFTMAX_ROWS(dt, S, 4, )                                                                                \
-    NBX_SOFTMAX_ROWS(dt, S, 8, )                                                                                \
+    NBX_SOFTMAX_ROWS(dt, S, 1, , NBX_ROW_BOUND)                                                                 \
+    NBX_SOFTMAX_ROWS(dt, S, 2, , NBX_ROW_BOUND)                                                                 \
+    NBX_SOFTMAX_ROWS(dt, S, 4, , NBX_ROW_BOUND)                                                                 \
+    NBX_SOFTMAX_ROWS(dt, S, 8, , NBX_ROW_BOUND)                                                                 \
     VECS(NBX_SOFTMAX_ROWS, dt, S)                                                                               \
     extern "C" __global__ void softmax_looped_##dt(const S::T* x, Layout others, i64 axis_stride, i64 n,        \
                                                    i64 inner, i64 rows, S::T* y, int group, int log) {          \
@@ -247,8 +217,16 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
         softmax_columns<S>(x, others, axis_stride, n, inner, rows, y, log);                                    \
     }
 
-#define NBX_VECS_4(M, dt, S) M(dt, S, 1, _vec) M(dt, S, 2, _vec) M(dt, S, 4, _vec) M(dt, S, 8, _vec)
-#define NBX_VECS_8(M, dt, S) M(dt, S, 1, _vec) M(dt, S, 2, _vec) M(dt, S, 4, _vec)
+#define NBX_VECS_4(M, dt, S) \
+    M(dt, S, 1, _vec, NBX_ROW_BOUND) M(dt, S, 2, _vec, NBX_ROW_BOUND) M(dt, S, 4, _vec, NBX_ROW_BOUND) M(dt, S, 8, _vec, NBX_ROW_BOUND)
+#define NBX_VECS_8(M, dt, S) \
+    M(dt, S, 1, _vec, NBX_ROW_BOUND) M(dt, S, 2, _vec, NBX_ROW_BOUND) M(dt, S, 4, _vec, NBX_ROW_BOUND_16BIT_4)
+
+// The register bound of the one-pass kernels: blocks of up to 512 threads; the 16-bit kernel of
+// four 16-byte chunks a thread (rows of 4096) is held to 40 registers, which it fits without
+// spilling, so that 12 blocks of 128 (12 rows) are in flight on a multiprocessor, not 8.
+#define NBX_ROW_BOUND __launch_bounds__(512)
+#define NBX_ROW_BOUND_16BIT_4 __maxnreg__(40)
 
 NBX_SOFTMAX(f32, F32, NBX_VECS_4)
 NBX_SOFTMAX(f16, F16, NBX_VECS_8)
