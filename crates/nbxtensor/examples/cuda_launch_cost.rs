@@ -2,12 +2,17 @@
 //! float32 values) run eagerly (op calls: lookup, declaration, output from the pool, launch),
 //! then as the replay of its captured CUDA graph; and, as the floor both stand on, the same
 //! kernel launched 1000 times by bare `cuLaunchKernel` calls (function and parameters made
-//! once). Prints the median of 7 runs per kernel: host time (until the calls return) and wall
-//! time (until the GPU is done).
+//! once). Prints, per kernel, the median of 7 runs of:
+//! - host: until the calls return, the GPU idle at the start (a queue the GPU drains slower
+//!   than the host fills it makes the host wait: then this is the GPU's launch rate);
+//! - host, GPU busy: the same with ~8 ms of matrix products queued first, so that the host
+//!   never waits for the GPU: the host's own cost of a launch;
+//! - wall: until the GPU is done, from an idle GPU.
 //!
 //!     cargo run --release -p nbxtensor --example cuda_launch_cost
 
 use nbxtensor::backend::cuda::{device_ptr, function, sources, Args, THREADS};
+use nbxtensor::dtype::DType;
 use nbxtensor::kernel::Attrs;
 use nbxtensor::memory::cuda::context;
 use nbxtensor::memory::Device;
@@ -25,22 +30,46 @@ fn chain(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
     Ok(vec![t])
 }
 
-/// Median (host, wall) seconds per kernel of `run`.
-fn measure(device: Device, run: &dyn Fn()) -> (f64, f64) {
+/// Per-kernel seconds of one way of launching the chain.
+struct Cost {
+    host: f64,
+    host_busy: f64,
+    wall: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The costs of `run` (CHAIN launches); `busy` queues work that keeps the GPU busy a while.
+fn measure(device: Device, busy: &dyn Fn(), run: &dyn Fn()) -> Cost {
     let ctx = context(device.index).expect("a CUDA device");
     run();
     ctx.synchronize().unwrap();
-    let (mut host, mut wall) = (Vec::new(), Vec::new());
+    let (mut host, mut host_busy, mut wall) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..7 {
         let start = Instant::now();
         run();
         host.push(start.elapsed().as_secs_f64() / CHAIN as f64);
         ctx.synchronize().unwrap();
         wall.push(start.elapsed().as_secs_f64() / CHAIN as f64);
+        busy();
+        let start = Instant::now();
+        run();
+        host_busy.push(start.elapsed().as_secs_f64() / CHAIN as f64);
+        ctx.synchronize().unwrap();
     }
-    host.sort_by(f64::total_cmp);
-    wall.sort_by(f64::total_cmp);
-    (host[3], wall[3])
+    Cost { host: median(host), host_busy: median(host_busy), wall: median(wall) }
+}
+
+fn report(what: &str, cost: &Cost) {
+    println!(
+        "per {what}: host {:.2} us, host with the GPU busy {:.2} us, wall {:.2} us",
+        cost.host * 1e6,
+        cost.host_busy * 1e6,
+        cost.wall * 1e6
+    );
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,37 +79,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let x = Tensor::from_vec((0..16).map(|i| i as f32).collect(), &[16])?.to(device)?;
-    let (eager_host, eager_wall) = measure(device, &|| drop(chain(&[x.clone()]).unwrap()));
-    println!(
-        "per kernel, eager from Rust ({CHAIN} neg): host {:.2} us, wall {:.2} us",
-        eager_host * 1e6,
-        eager_wall * 1e6
-    );
-    let y = Tensor::zeros_on(device, nbxtensor::dtype::DType::Float32, &[16])?;
+    // six bfloat16 products of 8192³: about 8 ms of the GPU
+    let square = Tensor::zeros_on(device, DType::Bfloat16, &[8192, 8192])?;
+    let busy = || {
+        for _ in 0..6 {
+            drop(nbxtensor::ops::call("matmul", &Attrs::new(), &[&square, &square]).unwrap());
+        }
+    };
+    let eager = measure(device, &busy, &|| drop(chain(&[x.clone()]).unwrap()));
+    report(&format!("kernel, eager from Rust ({CHAIN} neg)"), &eager);
+    let y = Tensor::zeros_on(device, DType::Float32, &[16])?;
     let unary = sources().into_iter().find(|s| s.name == "unary.cu").expect("the unary source");
     let neg = function(device, unary, "unary_neg_f32")?;
     let mut args = Args::new();
     args.ptr(device_ptr(&x)).ptr(device_ptr(&y)).i64(16);
     let args = std::cell::RefCell::new(args);
-    let (bare_host, bare_wall) = measure(device, &|| {
+    let bare = measure(device, &busy, &|| {
         for _ in 0..CHAIN {
             neg.launch([1, 1, 1], [THREADS, 1, 1], 0, &mut args.borrow_mut()).unwrap();
         }
     });
-    println!(
-        "per kernel, bare cuLaunchKernel ({CHAIN} neg): host {:.2} us, wall {:.2} us",
-        bare_host * 1e6,
-        bare_wall * 1e6
-    );
+    report(&format!("kernel, bare cuLaunchKernel ({CHAIN} neg)"), &bare);
     let program = program::trace(&[x.clone()], chain)?;
     let plan = program.plan()?;
     let replay = Executable::new(program, plan)?.capture(&[&x])?;
     let nodes = replay.graph().map(|g| g.nodes()).unwrap_or(0);
-    let (replay_host, replay_wall) = measure(device, &|| drop(replay.run(&[&x]).unwrap()));
-    println!(
-        "per node, CUDA graph replay ({nodes} nodes): host {:.3} us, wall {:.2} us",
-        replay_host * 1e6,
-        replay_wall * 1e6
-    );
+    let replayed = measure(device, &busy, &|| drop(replay.run(&[&x]).unwrap()));
+    report(&format!("node, CUDA graph replay ({nodes} nodes)"), &replayed);
     Ok(())
 }

@@ -4,6 +4,7 @@ use crate::errors::to_py;
 use crate::tensor::Tensor;
 use nbxtensor::backend::{cpu::cpu, Backend};
 use nbxtensor::kernel::{AttrValue, Attrs};
+use nbxtensor::memory::DeviceKind;
 use nbxtensor::DType;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -46,12 +47,14 @@ fn call(
         parsed = parsed.with(&name, attr_value(op, &name, &value)?);
     }
     let tensors: Vec<nbxtensor::tensor::Tensor> = inputs.iter().map(|t| t.inner.clone()).collect();
-    let outputs = py
-        .detach(|| {
-            let refs: Vec<&nbxtensor::tensor::Tensor> = tensors.iter().collect();
-            nbxtensor::ops::call(op, &parsed, &refs)
-        })
-        .map_err(to_py)?;
+    let run = || {
+        let refs: Vec<&nbxtensor::tensor::Tensor> = tensors.iter().collect();
+        nbxtensor::ops::call(op, &parsed, &refs)
+    };
+    // a CPU op computes before it returns: other Python threads run meanwhile; a GPU op only
+    // queues its launch, which costs less than giving the interpreter lock away and back
+    let on_gpu = tensors.first().is_some_and(|t| t.device().kind == DeviceKind::Cuda);
+    let outputs = if on_gpu { run() } else { py.detach(run) }.map_err(to_py)?;
     Ok(outputs.into_iter().map(Tensor::wrap).collect())
 }
 

@@ -15,6 +15,7 @@
 //! ```
 
 use crate::backend::for_device;
+use crate::dtype::DType;
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta, Workspace};
 use crate::memory::cuda::cuda_allocator;
 use crate::memory::{host_allocator, Allocator, Device, DeviceKind};
@@ -63,8 +64,8 @@ pub fn finish_recording() -> Vec<Recorded> {
 /// outputs (on that device).
 pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
-    let backend = for_device(device)?;
-    if let Some(other) = inputs.iter().find(|t| t.device() != backend.device()) {
+    if let Some(other) = inputs.iter().find(|t| t.device() != device) {
+        let backend = for_device(device)?;
         return Err(KernelError::Invalid(format!(
             "{op}: an input lives on {}, the {} backend runs on {}",
             other.device(),
@@ -76,8 +77,52 @@ pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, 
         .first()
         .map(|t| t.dtype())
         .ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
-    let kernel: Arc<dyn Kernel> = backend.table().kernel(op, dtype, attrs)?.into();
+    let kernel = made_kernel(device, op, dtype, attrs)?;
     call_kernel(&kernel, inputs)
+}
+
+/// How many kernels a thread keeps from its recent op calls.
+const KERNELS_KEPT: usize = 64;
+
+/// A kernel made by an op call, with what it was made for.
+struct Made {
+    device: Device,
+    dtype: DType,
+    op: String,
+    attrs: Attrs,
+    kernel: Arc<dyn Kernel>,
+}
+
+thread_local! {
+    /// The kernels of this thread's recent op calls, most recent first (kernels hold no
+    /// state: an op call of the same op, dtype and attributes on the same device reuses one).
+    static MADE: RefCell<Vec<Made>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The kernel of `op` on `dtype` with `attrs` from `device`'s backend: one this thread made
+/// recently, or a new one.
+fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Kernel>, KernelError> {
+    let recent = MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        let at = made.iter().position(|m| m.device == device && m.dtype == dtype && m.op == op && m.attrs == *attrs)?;
+        let kernel = Arc::clone(&made[at].kernel);
+        if at > 0 {
+            let entry = made.remove(at);
+            made.insert(0, entry);
+        }
+        Some(kernel)
+    });
+    if let Some(kernel) = recent {
+        return Ok(kernel);
+    }
+    let kernel: Arc<dyn Kernel> = for_device(device)?.table().kernel(op, dtype, attrs)?.into();
+    MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        made.truncate(KERNELS_KEPT - 1);
+        let entry = Made { device, dtype, op: op.to_string(), attrs: attrs.clone(), kernel: Arc::clone(&kernel) };
+        made.insert(0, entry);
+    });
+    Ok(kernel)
 }
 
 /// Launches a kernel object on `inputs` (declared, allocated, run — or recorded, when a

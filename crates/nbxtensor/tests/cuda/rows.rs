@@ -263,6 +263,26 @@ fn softmax_is_stable_and_agrees_on_infinities() {
             assert!(got[(rows - 1) * n..].iter().all(|g| g.is_nan()), "{op}, layout {k}: a row of -inf only");
         }
     }
+    // 16-bit rows of 4096 in registers: rows of numbers convert two values at a time; rows
+    // holding a NaN, a +inf or only -inf are NaN, as on the CPU
+    let n = 4096;
+    let mut v = draw.uniform(5 * n, -6.0, 6.0);
+    v[n + 17] = f64::NAN;
+    v[2 * n + 4000] = f64::INFINITY;
+    v[3 * n..4 * n].iter_mut().for_each(|e| *e = f64::NEG_INFINITY);
+    v[4 * n..].iter_mut().step_by(2).for_each(|e| *e = f64::NEG_INFINITY);
+    for dtype in [DType::Float16, DType::Bfloat16] {
+        let x = host(&v, &[5, n as i64], dtype);
+        for op in ["softmax", "log_softmax"] {
+            let got = call(op, &Attrs::new(), &[&x.to(device).unwrap()]).to(Device::CPU).unwrap();
+            let want = call(op, &Attrs::new(), &[&x]);
+            let (g, w) = (values(&got), values(&want));
+            let what = format!("{op} {dtype} rows of {n}");
+            assert_close_or_infinite(&what, &g[..n], &w[..n], 2.0 * tolerance(dtype));
+            assert_close_or_infinite(&what, &g[4 * n..], &w[4 * n..], 2.0 * tolerance(dtype));
+            assert!(g[n..4 * n].iter().all(|e| e.is_nan()), "{what}: rows with a NaN, a +inf, only -inf");
+        }
+    }
 }
 
 #[test]
@@ -376,8 +396,9 @@ fn angles(draw: &mut Draw, seq: usize, half: usize, dtype: DType) -> (Tensor, Te
 fn rope_matches_its_definition_and_the_cpu() {
     let Some(device) = gpu("rope_matches_its_definition_and_the_cpu") else { return };
     let mut draw = Draw::new(41);
-    // head_dim 64 (16-byte paths) and 6 (a thread per pair)
-    for (shape, seq) in [([2i64, 3, 5, 64], 5usize), ([1, 2, 7, 6], 7)] {
+    // head_dim 64 (16-byte paths) and 6 (a thread per pair); head_dim 128 over more units of
+    // 16 bytes than the grid has threads (each thread takes two units a step)
+    for (shape, seq) in [([2i64, 3, 5, 64], 5usize), ([1, 2, 7, 6], 7), ([5, 8, 1031, 128], 1031)] {
         let dim = shape[3] as usize;
         for dtype in FLOATS {
             for interleaved in [false, true] {

@@ -22,14 +22,19 @@ pub struct CudaFunction {
 unsafe impl Send for CudaFunction {}
 unsafe impl Sync for CudaFunction {}
 
+/// Per device and source: the loaded module and the functions looked up in it, by name.
 struct Handles {
-    modules: HashMap<(u32, &'static str), usize>,
-    functions: HashMap<(u32, &'static str, String), usize>,
+    modules: HashMap<(u32, &'static str), Module>,
+}
+
+struct Module {
+    module: usize,
+    functions: HashMap<String, usize>,
 }
 
 fn handles() -> &'static Mutex<Handles> {
     static HANDLES: OnceLock<Mutex<Handles>> = OnceLock::new();
-    HANDLES.get_or_init(|| Mutex::new(Handles { modules: HashMap::new(), functions: HashMap::new() }))
+    HANDLES.get_or_init(|| Mutex::new(Handles { modules: HashMap::new() }))
 }
 
 /// The context of a CUDA device, as a kernel error.
@@ -45,86 +50,94 @@ pub fn device_context(device: Device) -> Result<&'static CudaContext, KernelErro
 pub fn function(device: Device, source: &'static KernelSource, name: &str) -> Result<CudaFunction, KernelError> {
     let context = device_context(device)?;
     let mut handles = handles().lock().unwrap_or_else(|e| e.into_inner());
-    let function_key = (device.index, source.name, name.to_string());
-    if let Some(&function) = handles.functions.get(&function_key) {
+    if let Some(&function) = handles.modules.get(&(device.index, source.name)).and_then(|m| m.functions.get(name)) {
         return Ok(CudaFunction { function: function as sys::CUfunction, context });
     }
-    let module = match handles.modules.get(&(device.index, source.name)) {
-        Some(&module) => module as sys::CUmodule,
-        None => {
+    let loaded = match handles.modules.entry((device.index, source.name)) {
+        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+        std::collections::hash_map::Entry::Vacant(entry) => {
             let (image, _) = cubin(source, &context.info().arch())?;
             let mut module: sys::CUmodule = std::ptr::null_mut();
             // SAFETY: the image is a cubin for this device's arch; the context is current.
             check(unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) }, "cuModuleLoadData")
                 .map_err(|e| KernelError::Device(format!("{}: {e}", source.name)))?;
-            handles.modules.insert((device.index, source.name), module as usize);
-            module
+            entry.insert(Module { module: module as usize, functions: HashMap::new() })
         }
     };
     let c_name = CString::new(name).map_err(|_| KernelError::Invalid("a kernel name holds a nul byte".into()))?;
     let mut function: sys::CUfunction = std::ptr::null_mut();
     // SAFETY: the module is loaded in this context.
-    check(unsafe { sys::cuModuleGetFunction(&mut function, module, c_name.as_ptr()) }, "cuModuleGetFunction")
-        .map_err(|e| KernelError::Device(format!("{}: function {name}: {e}", source.name)))?;
-    handles.functions.insert(function_key, function as usize);
+    check(
+        unsafe { sys::cuModuleGetFunction(&mut function, loaded.module as sys::CUmodule, c_name.as_ptr()) },
+        "cuModuleGetFunction",
+    )
+    .map_err(|e| KernelError::Device(format!("{}: function {name}: {e}", source.name)))?;
+    loaded.functions.insert(name.to_string(), function as usize);
     Ok(CudaFunction { function, context })
 }
 
-/// A kernel's parameters, each held in an 8-byte slot (a 4-byte value is read from the low
+/// A kernel's parameters, each held in whole 8-byte words (a 4-byte value is read from the low
 /// half, which little-endian machines put first), or as a struct passed by value.
 #[derive(Default)]
 pub struct Args {
-    slots: Vec<Box<[u64]>>,
+    words: Vec<u64>,
+    starts: Vec<usize>,
 }
 
 impl Args {
     /// No parameters yet.
     pub fn new() -> Args {
-        Args::default()
+        Args { words: Vec::with_capacity(32), starts: Vec::with_capacity(16) }
+    }
+
+    fn word(&mut self, word: u64) -> &mut Args {
+        self.starts.push(self.words.len());
+        self.words.push(word);
+        self
     }
 
     /// A device address.
     pub fn ptr(&mut self, address: u64) -> &mut Args {
-        self.slots.push(Box::new([address]));
-        self
+        self.word(address)
     }
 
     /// A 64-bit integer.
     pub fn i64(&mut self, value: i64) -> &mut Args {
-        self.slots.push(Box::new([value as u64]));
-        self
+        self.word(value as u64)
     }
 
     /// A 32-bit integer.
     pub fn i32(&mut self, value: i32) -> &mut Args {
-        self.slots.push(Box::new([u64::from(value as u32)]));
-        self
+        self.word(u64::from(value as u32))
     }
 
     /// A 32-bit float.
     pub fn f32(&mut self, value: f32) -> &mut Args {
-        self.slots.push(Box::new([u64::from(value.to_bits())]));
-        self
+        self.word(u64::from(value.to_bits()))
     }
 
     /// A plain-data struct passed by value (`#[repr(C)]`, no pointers to host memory).
     pub fn value<T: Copy>(&mut self, value: &T) -> &mut Args {
+        let start = self.words.len();
         let words = std::mem::size_of::<T>().div_ceil(8).max(1);
-        let mut slot = vec![0u64; words].into_boxed_slice();
-        // SAFETY: the slot holds at least size_of::<T>() bytes, 8-byte aligned.
+        self.starts.push(start);
+        self.words.resize(start + words, 0);
+        // SAFETY: the words from `start` hold at least size_of::<T>() bytes, 8-byte aligned.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 (value as *const T).cast::<u8>(),
-                slot.as_mut_ptr().cast(),
+                self.words.as_mut_ptr().add(start).cast(),
                 std::mem::size_of::<T>(),
             )
         };
-        self.slots.push(slot);
         self
     }
 
+    /// The address of each parameter (valid while the words are neither moved nor grown).
     fn pointers(&mut self) -> Vec<*mut c_void> {
-        self.slots.iter_mut().map(|slot| slot.as_mut_ptr().cast()).collect()
+        let base = self.words.as_mut_ptr();
+        // SAFETY: every start lies within the words.
+        self.starts.iter().map(|&start| unsafe { base.add(start) }.cast()).collect()
     }
 }
 

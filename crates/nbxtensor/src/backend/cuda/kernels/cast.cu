@@ -26,11 +26,7 @@ struct FromF32 {
 };
 struct FromF16 {
     typedef nbx_f16 T;
-    static __device__ __forceinline__ float load(T h) {
-        if ((h & 0x7C00) == 0x7C00 && (h & 0x03FF) != 0)  // NaN: the payload moves up, quiet bit set
-            return __uint_as_float(((unsigned int)(h & 0x8000) << 16) | 0x7FC00000u | ((unsigned int)(h & 0x03FF) << 13));
-        return nbx_f16_to_f32(h);
-    }
+    static __device__ __forceinline__ float load(T h) { return nbx_f16_to_f32(h); }
 };
 struct FromBF16 {
     typedef nbx_bf16 T;
@@ -61,25 +57,14 @@ struct ToF32 {
 };
 struct ToF16 {
     typedef nbx_f16 T;
-    static __device__ __forceinline__ T from(float f) {
-        unsigned int bits = __float_as_uint(f);
-        if ((bits & 0x7FFFFFFFu) > 0x7F800000u)  // NaN: the payload's top bits, quiet bit set
-            return (T)(((bits >> 16) & 0x8000u) | 0x7E00u | ((bits & 0x007FFFFFu) >> 13));
-        return nbx_f32_to_f16(f);
-    }
+    static __device__ __forceinline__ T from(float f) { return nbx_f32_to_f16(f); }
     static __device__ __forceinline__ T from(long long x) { return from((float)x); }
     static __device__ __forceinline__ T from(unsigned long long x) { return from((float)x); }
     static __device__ __forceinline__ T from(nbx_flag b) { return from(b.on ? 1.0f : 0.0f); }
 };
 struct ToBF16 {
     typedef nbx_bf16 T;
-    static __device__ __forceinline__ T from(float f) {
-        unsigned int bits = __float_as_uint(f);
-        if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;  // every NaN, as the CPU
-        // adding 0x7FFF plus the lowest kept bit carries into the kept half exactly when the
-        // dropped half is above one half, or equal to it with an odd kept half
-        return (T)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-    }
+    static __device__ __forceinline__ T from(float f) { return nbx_f32_to_bf16(f); }
     static __device__ __forceinline__ T from(long long x) { return from((float)x); }
     static __device__ __forceinline__ T from(unsigned long long x) { return from((float)x); }
     static __device__ __forceinline__ T from(nbx_flag b) { return from(b.on ? 1.0f : 0.0f); }

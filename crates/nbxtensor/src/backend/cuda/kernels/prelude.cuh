@@ -14,6 +14,9 @@ __device__ __forceinline__ nbx_bf16 nbx_f32_to_bf16(float f) {
     return r;
 }
 __device__ __forceinline__ float nbx_f16_to_f32(nbx_f16 h) {
+    if ((h & 0x7C00) == 0x7C00 && (h & 0x03FF) != 0)  // NaN: the payload moves up, quiet bit set, as
+        // the host widens it (the hardware's conversion writes one canonical NaN)
+        return __uint_as_float(((unsigned int)(h & 0x8000) << 16) | 0x7FC00000u | ((unsigned int)(h & 0x03FF) << 13));
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;

@@ -10,7 +10,7 @@
 //                               T* y, i64 rows, i64 seq, i64 dim)
 //     contiguous, 16-byte aligned x, y, cos and sin rows (c_col = s_col = 1), head_dim/2 (half-split)
 //     or head_dim (interleaved) a multiple of V = 16 / sizeof(T): a thread rotates V pairs
-//     (16-byte accesses) or V/2 pairs (16 bytes of x, 8 of cos and sin).
+//     (16-byte accesses) or V/2 pairs (16 bytes of x, 8 of cos and sin), two such units a step.
 //   rope_<dt>[_interleaved](const T* x, Layout lx, const T* cos, i64 c_row, i64 c_col,
 //                           const T* sin, i64 s_row, i64 s_col, T* y, i64 rows, i64 seq, i64 dim)
 //     any layout of x: a thread per pair.
@@ -27,21 +27,22 @@ __device__ __forceinline__ void rope_divmod(i64 a, i64 b, i64& q, i64& r) {
     }
 }
 
-// N elements at p (16 bytes, or 8 when N is half of a 16-byte vector) as float32, and back.
+// N elements at p as loaded (16 bytes, or 8 when N is half of a 16-byte vector), read as
+// float32 where used: the raw words take half the registers of a 16-bit unit's floats.
+template <int BYTES> struct RopeWord;
+template <> struct RopeWord<8> { typedef uint2 T; };
+template <> struct RopeWord<16> { typedef uint4 T; };
 template <typename S, int N>
-__device__ __forceinline__ void rope_load(const typename S::T* p, float* out) {
-    if constexpr (N * sizeof(typename S::T) == 16) {
-        union { uint4 raw; typename S::T e[N]; } u;
-        u.raw = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-        for (int k = 0; k < N; ++k) out[k] = S::load(u.e[k]);
-    } else {
-        union { uint2 raw; typename S::T e[N]; } u;
-        u.raw = *reinterpret_cast<const uint2*>(p);
-#pragma unroll
-        for (int k = 0; k < N; ++k) out[k] = S::load(u.e[k]);
-    }
-}
+struct RopeWords {
+    typedef typename S::T T;
+    typedef typename RopeWord<N * sizeof(T)>::T Word;
+    union {
+        Word word;
+        T e[N];
+    } raw;
+    __device__ __forceinline__ void load(const T* p) { raw.word = *reinterpret_cast<const Word*>(p); }
+    __device__ __forceinline__ float operator[](int k) const { return S::load(raw.e[k]); }
+};
 template <typename S, int V>
 __device__ __forceinline__ void rope_store(typename S::T* p, const float* in) {
     union { uint4 raw; typename S::T e[V]; } u;
@@ -50,30 +51,46 @@ __device__ __forceinline__ void rope_store(typename S::T* p, const float* in) {
     __stwb(reinterpret_cast<uint4*>(p), u.raw);  // one 16-byte store (a plain one may be split)
 }
 
+// Each thread takes ROPE_UNROLL units a step, a grid stride apart (every access of a warp
+// stays adjacent), all loaded before any is computed: more bytes in flight a thread.
+#define ROPE_UNROLL 2
+
 template <typename S>
 __device__ void rope_half_vec(const typename S::T* x, const typename S::T* cos, i64 c_row, const typename S::T* sin,
                               i64 s_row, typename S::T* y, i64 rows, i64 seq, i64 dim) {
     const int V = 16 / sizeof(typename S::T);
     i64 half = dim / 2, per_row = half / V, units = rows * per_row;
     i64 stride = (i64)gridDim.x * blockDim.x;
-    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < units; t += stride) {
-        i64 row, i, lap, pos;
-        rope_divmod(t, per_row, row, i);
-        rope_divmod(row, seq, lap, pos);
-        i *= V;
-        float a[V], b[V], c[V], s[V];
-        rope_load<S, V>(x + row * dim + i, a);
-        rope_load<S, V>(x + row * dim + half + i, b);
-        rope_load<S, V>(cos + pos * c_row + i, c);
-        rope_load<S, V>(sin + pos * s_row + i, s);
+    for (i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x; first < units; first += ROPE_UNROLL * stride) {
+        RopeWords<S, V> a[ROPE_UNROLL], b[ROPE_UNROLL], c[ROPE_UNROLL], s[ROPE_UNROLL];
+        i64 at[ROPE_UNROLL];
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            float x1 = a[k], x2 = b[k];
-            a[k] = x1 * c[k] - x2 * s[k];
-            b[k] = x2 * c[k] + x1 * s[k];
+        for (int u = 0; u < ROPE_UNROLL; ++u) {
+            i64 t = first + u * stride;
+            if (t >= units) break;
+            i64 row, i, lap, pos;
+            rope_divmod(t, per_row, row, i);
+            rope_divmod(row, seq, lap, pos);
+            i *= V;
+            at[u] = row * dim + i;
+            a[u].load(x + at[u]);
+            b[u].load(x + at[u] + half);
+            c[u].load(cos + pos * c_row + i);
+            s[u].load(sin + pos * s_row + i);
         }
-        rope_store<S, V>(y + row * dim + i, a);
-        rope_store<S, V>(y + row * dim + half + i, b);
+#pragma unroll
+        for (int u = 0; u < ROPE_UNROLL; ++u) {
+            if (first + u * stride >= units) break;
+            float first_half[V], second_half[V];
+#pragma unroll
+            for (int k = 0; k < V; ++k) {
+                float x1 = a[u][k], x2 = b[u][k];
+                first_half[k] = x1 * c[u][k] - x2 * s[u][k];
+                second_half[k] = x2 * c[u][k] + x1 * s[u][k];
+            }
+            rope_store<S, V>(y + at[u], first_half);
+            rope_store<S, V>(y + at[u] + half, second_half);
+        }
     }
 }
 
@@ -83,22 +100,35 @@ __device__ void rope_interleaved_vec(const typename S::T* x, const typename S::T
     const int V = 16 / sizeof(typename S::T);
     i64 per_row = dim / V, units = rows * per_row;
     i64 stride = (i64)gridDim.x * blockDim.x;
-    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < units; t += stride) {
-        i64 row, j, lap, pos;
-        rope_divmod(t, per_row, row, j);
-        rope_divmod(row, seq, lap, pos);
-        j *= V;
-        float v[V], c[V / 2], s[V / 2];
-        rope_load<S, V>(x + row * dim + j, v);
-        rope_load<S, V / 2>(cos + pos * c_row + j / 2, c);
-        rope_load<S, V / 2>(sin + pos * s_row + j / 2, s);
+    for (i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x; first < units; first += ROPE_UNROLL * stride) {
+        RopeWords<S, V> v[ROPE_UNROLL];
+        RopeWords<S, V / 2> c[ROPE_UNROLL], s[ROPE_UNROLL];
+        i64 at[ROPE_UNROLL];
 #pragma unroll
-        for (int k = 0; k < V / 2; ++k) {
-            float x1 = v[2 * k], x2 = v[2 * k + 1];
-            v[2 * k] = x1 * c[k] - x2 * s[k];
-            v[2 * k + 1] = x2 * c[k] + x1 * s[k];
+        for (int u = 0; u < ROPE_UNROLL; ++u) {
+            i64 t = first + u * stride;
+            if (t >= units) break;
+            i64 row, j, lap, pos;
+            rope_divmod(t, per_row, row, j);
+            rope_divmod(row, seq, lap, pos);
+            j *= V;
+            at[u] = row * dim + j;
+            v[u].load(x + at[u]);
+            c[u].load(cos + pos * c_row + j / 2);
+            s[u].load(sin + pos * s_row + j / 2);
         }
-        rope_store<S, V>(y + row * dim + j, v);
+#pragma unroll
+        for (int u = 0; u < ROPE_UNROLL; ++u) {
+            if (first + u * stride >= units) break;
+            float out[V];
+#pragma unroll
+            for (int k = 0; k < V / 2; ++k) {
+                float x1 = v[u][2 * k], x2 = v[u][2 * k + 1];
+                out[2 * k] = x1 * c[u][k] - x2 * s[u][k];
+                out[2 * k + 1] = x2 * c[u][k] + x1 * s[u][k];
+            }
+            rope_store<S, V>(y + at[u], out);
+        }
     }
 }
 

@@ -59,19 +59,22 @@ __device__ __forceinline__ float softmax_group(float v, int group, float* scratc
     return r;
 }
 
-// exp on the way to a 16-bit result: exp2f (the multiprocessor's exp2, a few ulp of float32,
-// far below a 16-bit ulp) on the scaled argument; float32 results take the accurate expf.
+// exp(x - m) as float32 (a float32 row: expf) or on the way to a 16-bit result (the
+// multiprocessor's exp2 of the scaled difference: a few float32 ulp, far below a 16-bit ulp).
+// Either way the row's maximum gives exactly 1.
 template <typename S>
-__device__ __forceinline__ float softmax_exp(float x) {
+__device__ __forceinline__ float softmax_exp(float x, float m) {
     if constexpr (sizeof(typename S::T) == 4) {
-        return expf(x);
+        return expf(x - m);
     } else {
-        return exp2f(x * 1.4426950408889634f);
+        return row_exp2_approx((x - m) * 1.4426950408889634f);
     }
 }
 
 // A float32 row keeps each exp in place of its input (no more registers); a 16-bit row
-// computes it again when writing (its 16-bit chunks cannot hold it).
+// computes it again when writing (its 16-bit chunks cannot hold it). A row whose sum is a
+// number has no NaN to write: its 16-bit values are converted two at a time; a NaN row takes
+// the per-element conversion (the host's NaN pattern).
 template <typename S, int V, int CH>
 __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows, i64 n, int group, int log) {
     constexpr bool KEEP = sizeof(typename S::T) == 4;
@@ -87,8 +90,7 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
         i64 at = ((i64)c * group + lane) * V;
         if (active && at < n) {
             v[c].load(x + base + at);
-#pragma unroll
-            for (int k = 0; k < V; ++k) m = fmaxf(m, v[c].get(k));
+            m = fmaxf(m, row_chunk_max(v[c]));
         }
     }
     m = softmax_group<true>(m, group, scratch);
@@ -99,7 +101,7 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
         if (active && at < n) {
 #pragma unroll
             for (int k = 0; k < V; ++k) {
-                float e = softmax_exp<S>(v[c].get(k) - m);
+                float e = softmax_exp<S>(v[c].get(k), m);
                 s += e;
                 if (KEEP && !log) v[c].put(k, e);
             }
@@ -107,6 +109,7 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
     }
     s = softmax_group<false>(s, group, scratch);
     float scale = 1.0f / s, shift = logf(s);
+    bool numbers = s == s;
 #pragma unroll
     for (int c = 0; c < CH; ++c) {
         i64 at = ((i64)c * group + lane) * V;
@@ -114,10 +117,13 @@ __device__ void softmax_rows(const typename S::T* x, typename S::T* y, i64 rows,
             float out[V];
 #pragma unroll
             for (int k = 0; k < V; ++k) {
-                float shifted = v[c].get(k) - m;
-                out[k] = log ? shifted - shift : (KEEP ? v[c].get(k) : softmax_exp<S>(shifted)) * scale;
+                float value = v[c].get(k);
+                out[k] = log ? (value - m) - shift : (KEEP ? value : softmax_exp<S>(value, m)) * scale;
             }
-            row_store<S, V>(y + base + at, out);
+            if (numbers)
+                row_store_numbers<S, V>(y + base + at, out);
+            else
+                row_store<S, V>(y + base + at, out);
         }
     }
 }

@@ -1,0 +1,146 @@
+// Rotary position embedding, rope(x, cos, sin) (backend/cpu/rope.rs's semantics), on float32,
+// float16 and bfloat16, computed in float32. x is [..., seq, head_dim], viewed as rows of
+// head_dim at position row % seq; cos and sin are [seq, head_dim / 2], each with its own
+// strides (c_row, c_col and s_row, s_col). Each pair (x1, x2) becomes (x1·c − x2·s, x2·c + x1·s):
+//   half-split: pairs (i, i + head_dim/2);   interleaved: pairs (2i, 2i + 1).
+// Each thread reads the elements it writes before writing them (the output may be x itself).
+//
+// Functions (grid-stride):
+//   rope_<dt>[_interleaved]_vec(const T* x, const T* cos, i64 c_row, const T* sin, i64 s_row,
+//                               T* y, i64 rows, i64 seq, i64 dim)
+//     contiguous, 16-byte aligned x, y, cos and sin rows (c_col = s_col = 1), head_dim/2 (half-split)
+//     or head_dim (interleaved) a multiple of V = 16 / sizeof(T): a thread rotates V pairs
+//     (16-byte accesses) or V/2 pairs (16 bytes of x, 8 of cos and sin).
+//   rope_<dt>[_interleaved](const T* x, Layout lx, const T* cos, i64 c_row, i64 c_col,
+//                           const T* sin, i64 s_row, i64 s_col, T* y, i64 rows, i64 seq, i64 dim)
+//     any layout of x: a thread per pair.
+
+// q, r = a / b, a % b (in 32 bits where both fit: the index arithmetic of every element).
+__device__ __forceinline__ void rope_divmod(i64 a, i64 b, i64& q, i64& r) {
+    if (((unsigned long long)(a | b) >> 32) == 0) {
+        unsigned int q32 = (unsigned int)a / (unsigned int)b;
+        q = q32;
+        r = a - (i64)q32 * b;
+    } else {
+        q = a / b;
+        r = a - q * b;
+    }
+}
+
+// N elements at p (16 bytes, or 8 when N is half of a 16-byte vector) as float32, and back.
+template <typename S, int N>
+__device__ __forceinline__ void rope_load(const typename S::T* p, float* out) {
+    if constexpr (N * sizeof(typename S::T) == 16) {
+        union { uint4 raw; typename S::T e[N]; } u;
+        u.raw = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+        for (int k = 0; k < N; ++k) out[k] = S::load(u.e[k]);
+    } else {
+        union { uint2 raw; typename S::T e[N]; } u;
+        u.raw = *reinterpret_cast<const uint2*>(p);
+#pragma unroll
+        for (int k = 0; k < N; ++k) out[k] = S::load(u.e[k]);
+    }
+}
+template <typename S, int V>
+__device__ __forceinline__ void rope_store(typename S::T* p, const float* in) {
+    union { uint4 raw; typename S::T e[V]; } u;
+#pragma unroll
+    for (int k = 0; k < V; ++k) u.e[k] = S::store(in[k]);
+    __stwb(reinterpret_cast<uint4*>(p), u.raw);  // one 16-byte store (a plain one may be split)
+}
+
+template <typename S>
+__device__ void rope_half_vec(const typename S::T* x, const typename S::T* cos, i64 c_row, const typename S::T* sin,
+                              i64 s_row, typename S::T* y, i64 rows, i64 seq, i64 dim) {
+    const int V = 16 / sizeof(typename S::T);
+    i64 half = dim / 2, per_row = half / V, units = rows * per_row;
+    i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < units; t += stride) {
+        i64 row, i, lap, pos;
+        rope_divmod(t, per_row, row, i);
+        rope_divmod(row, seq, lap, pos);
+        i *= V;
+        float a[V], b[V], c[V], s[V];
+        rope_load<S, V>(x + row * dim + i, a);
+        rope_load<S, V>(x + row * dim + half + i, b);
+        rope_load<S, V>(cos + pos * c_row + i, c);
+        rope_load<S, V>(sin + pos * s_row + i, s);
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            float x1 = a[k], x2 = b[k];
+            a[k] = x1 * c[k] - x2 * s[k];
+            b[k] = x2 * c[k] + x1 * s[k];
+        }
+        rope_store<S, V>(y + row * dim + i, a);
+        rope_store<S, V>(y + row * dim + half + i, b);
+    }
+}
+
+template <typename S>
+__device__ void rope_interleaved_vec(const typename S::T* x, const typename S::T* cos, i64 c_row,
+                                     const typename S::T* sin, i64 s_row, typename S::T* y, i64 rows, i64 seq, i64 dim) {
+    const int V = 16 / sizeof(typename S::T);
+    i64 per_row = dim / V, units = rows * per_row;
+    i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < units; t += stride) {
+        i64 row, j, lap, pos;
+        rope_divmod(t, per_row, row, j);
+        rope_divmod(row, seq, lap, pos);
+        j *= V;
+        float v[V], c[V / 2], s[V / 2];
+        rope_load<S, V>(x + row * dim + j, v);
+        rope_load<S, V / 2>(cos + pos * c_row + j / 2, c);
+        rope_load<S, V / 2>(sin + pos * s_row + j / 2, s);
+#pragma unroll
+        for (int k = 0; k < V / 2; ++k) {
+            float x1 = v[2 * k], x2 = v[2 * k + 1];
+            v[2 * k] = x1 * c[k] - x2 * s[k];
+            v[2 * k + 1] = x2 * c[k] + x1 * s[k];
+        }
+        rope_store<S, V>(y + row * dim + j, v);
+    }
+}
+
+template <typename S, bool INTERLEAVED>
+__device__ void rope_strided(const typename S::T* x, const Layout& lx, const typename S::T* cos, i64 c_row,
+                             i64 c_col, const typename S::T* sin, i64 s_row, i64 s_col, typename S::T* y, i64 rows, i64 seq,
+                             i64 dim) {
+    i64 half = dim / 2, units = rows * half;
+    i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < units; t += stride) {
+        i64 row, i, lap, pos;
+        rope_divmod(t, half, row, i);
+        rope_divmod(row, seq, lap, pos);
+        i64 ia = row * dim + (INTERLEAVED ? 2 * i : i), ib = row * dim + (INTERLEAVED ? 2 * i + 1 : i + half);
+        float x1 = S::load(x[nbx_offset(lx, ia)]), x2 = S::load(x[nbx_offset(lx, ib)]);
+        float c = S::load(cos[pos * c_row + i * c_col]), s = S::load(sin[pos * s_row + i * s_col]);
+        y[ia] = S::store(x1 * c - x2 * s);
+        y[ib] = S::store(x2 * c + x1 * s);
+    }
+}
+
+#define NBX_ROPE(dt, S)                                                                                       \
+    extern "C" __global__ void rope_##dt##_vec(const S::T* x, const S::T* cos, i64 c_row, const S::T* sin,    \
+                                               i64 s_row, S::T* y, i64 rows, i64 seq, i64 dim) {              \
+        rope_half_vec<S>(x, cos, c_row, sin, s_row, y, rows, seq, dim);                                       \
+    }                                                                                                         \
+    extern "C" __global__ void rope_##dt##_interleaved_vec(const S::T* x, const S::T* cos, i64 c_row,         \
+                                                           const S::T* sin, i64 s_row, S::T* y, i64 rows,     \
+                                                           i64 seq, i64 dim) {                                \
+        rope_interleaved_vec<S>(x, cos, c_row, sin, s_row, y, rows, seq, dim);                                \
+    }                                                                                                         \
+    extern "C" __global__ void rope_##dt(const S::T* x, Layout lx, const S::T* cos, i64 c_row, i64 c_col,     \
+                                         const S::T* sin, i64 s_row, i64 s_col, S::T* y, i64 rows, i64 seq,  \
+                                         i64 dim) {                                                           \
+        rope_strided<S, false>(x, lx, cos, c_row, c_col, sin, s_row, s_col, y, rows, seq, dim);               \
+    }                                                                                                         \
+    extern "C" __global__ void rope_##dt##_interleaved(const S::T* x, Layout lx, const S::T* cos, i64 c_row,  \
+                                                       i64 c_col, const S::T* sin, i64 s_row, i64 s_col,      \
+                                                       S::T* y, i64 rows, i64 seq, i64 dim) {                 \
+        rope_strided<S, true>(x, lx, cos, c_row, c_col, sin, s_row, s_col, y, rows, seq, dim);                \
+    }
+
+NBX_ROPE(f32, F32)
+NBX_ROPE(f16, F16)
+NBX_ROPE(bf16, BF16)
