@@ -167,6 +167,17 @@ def test_binary_refusals_name_op_and_operands():
         ops.pow(nb.asarray(np.array([2], dtype=np.int32)), nb.asarray(np.array([2], dtype=np.int32)))
 
 
+def test_the_one_output_call_refuses_ops_of_several_outputs():
+    from nbxtensor import _core
+
+    x = tensor(np.arange(6.0).reshape(2, 3), "float32")
+    np.testing.assert_array_equal(_core.ops.call_one("neg", x, {}).numpy(), -np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(_core.ops.call_one("sum", x, {"axes": [1]}).numpy(), [3.0, 12.0])
+    weight = tensor(np.arange(256.0).reshape(2, 128), "float32")
+    with pytest.raises(ValueError, match="pack_int4: gives 3 outputs, call_one takes ops of one"):
+        _core.ops.call_one("pack_int4", weight, {})
+
+
 COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 
 

@@ -2,7 +2,8 @@
 //! float32 values) run eagerly (op calls: lookup, declaration, output from the pool, launch),
 //! then as the replay of its captured CUDA graph; and, as the floor both stand on, the same
 //! kernel launched 1000 times by bare `cuLaunchKernel` calls (function and parameters made
-//! once). Prints, per kernel, the median of 7 runs of:
+//! once). The three are measured in turn, round after round; prints, per kernel, the median
+//! over the rounds of:
 //! - host: until the calls return, the GPU idle at the start (a queue the GPU drains slower
 //!   than the host fills it makes the host wait: then this is the GPU's launch rate);
 //! - host, GPU busy: the same with ~8 ms of matrix products queued first, so that the host
@@ -30,46 +31,55 @@ fn chain(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
     Ok(vec![t])
 }
 
-/// Per-kernel seconds of one way of launching the chain.
+/// Per-kernel seconds of one way of launching the chain, one entry per round.
+#[derive(Default)]
 struct Cost {
-    host: f64,
-    host_busy: f64,
-    wall: f64,
+    host: Vec<f64>,
+    host_busy: Vec<f64>,
+    wall: Vec<f64>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// The costs of `run` (CHAIN launches); `busy` queues work that keeps the GPU busy a while.
-fn measure(device: Device, busy: &dyn Fn(), run: &dyn Fn()) -> Cost {
+/// Rounds of measurement: every way of launching is measured once a round, in turn, so that
+/// the host's drift from round to round touches them alike.
+const ROUNDS: usize = 15;
+
+/// Adds one round of `run` (CHAIN launches) to `cost`; `busy` queues work that keeps the GPU
+/// busy a while.
+fn measure(device: Device, busy: &dyn Fn(), run: &dyn Fn(), cost: &mut Cost) {
     let ctx = context(device.index).expect("a CUDA device");
-    run();
     ctx.synchronize().unwrap();
-    let (mut host, mut host_busy, mut wall) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..7 {
-        let start = Instant::now();
-        run();
-        host.push(start.elapsed().as_secs_f64() / CHAIN as f64);
-        ctx.synchronize().unwrap();
-        wall.push(start.elapsed().as_secs_f64() / CHAIN as f64);
-        busy();
-        let start = Instant::now();
-        run();
-        host_busy.push(start.elapsed().as_secs_f64() / CHAIN as f64);
-        ctx.synchronize().unwrap();
-    }
-    Cost { host: median(host), host_busy: median(host_busy), wall: median(wall) }
+    let start = Instant::now();
+    run();
+    cost.host.push(start.elapsed().as_secs_f64() / CHAIN as f64);
+    ctx.synchronize().unwrap();
+    cost.wall.push(start.elapsed().as_secs_f64() / CHAIN as f64);
+    busy();
+    let start = Instant::now();
+    run();
+    cost.host_busy.push(start.elapsed().as_secs_f64() / CHAIN as f64);
+    ctx.synchronize().unwrap();
 }
 
 fn report(what: &str, cost: &Cost) {
     println!(
-        "per {what}: host {:.2} us, host with the GPU busy {:.2} us, wall {:.2} us",
-        cost.host * 1e6,
-        cost.host_busy * 1e6,
-        cost.wall * 1e6
+        "per {what}: host {:.2} us, host with the GPU busy {:.2} us, wall {:.2} us (medians of {ROUNDS} rounds)",
+        median(&cost.host) * 1e6,
+        median(&cost.host_busy) * 1e6,
+        median(&cost.wall) * 1e6
     );
+}
+
+/// The median over rounds of `a` − `b` (host time with the GPU busy): what one way of
+/// launching costs over another measured in the same rounds.
+fn paired_excess(a: &Cost, b: &Cost) -> f64 {
+    let excess: Vec<f64> = a.host_busy.iter().zip(&b.host_busy).map(|(a, b)| a - b).collect();
+    median(&excess)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -86,25 +96,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop(nbxtensor::ops::call("matmul", &Attrs::new(), &[&square, &square]).unwrap());
         }
     };
-    let eager = measure(device, &busy, &|| drop(chain(&[x.clone()]).unwrap()));
-    report(&format!("kernel, eager from Rust ({CHAIN} neg)"), &eager);
+    let eager_run = || drop(chain(&[x.clone()]).unwrap());
     let y = Tensor::zeros_on(device, DType::Float32, &[16])?;
     let unary = sources().into_iter().find(|s| s.name == "unary.cu").expect("the unary source");
-    let neg = function(device, unary, "unary_neg_f32")?;
+    let neg = function(device, unary, format_args!("unary_neg_f32"))?;
     let mut args = Args::new();
     args.ptr(device_ptr(&x)).ptr(device_ptr(&y)).i64(16);
     let args = std::cell::RefCell::new(args);
-    let bare = measure(device, &busy, &|| {
+    let bare_run = || {
         for _ in 0..CHAIN {
             neg.launch([1, 1, 1], [THREADS, 1, 1], 0, &mut args.borrow_mut()).unwrap();
         }
-    });
-    report(&format!("kernel, bare cuLaunchKernel ({CHAIN} neg)"), &bare);
+    };
     let program = program::trace(&[x.clone()], chain)?;
     let plan = program.plan()?;
     let replay = Executable::new(program, plan)?.capture(&[&x])?;
     let nodes = replay.graph().map(|g| g.nodes()).unwrap_or(0);
-    let replayed = measure(device, &busy, &|| drop(replay.run(&[&x]).unwrap()));
+    let replay_run = || drop(replay.run(&[&x]).unwrap());
+    // warm up every way (kernels loaded, pools filled), then take the rounds
+    for run in [&eager_run as &dyn Fn(), &bare_run, &replay_run] {
+        run();
+    }
+    let (mut eager, mut bare, mut replayed) = (Cost::default(), Cost::default(), Cost::default());
+    for _ in 0..ROUNDS {
+        measure(device, &busy, &bare_run, &mut bare);
+        measure(device, &busy, &eager_run, &mut eager);
+        measure(device, &busy, &replay_run, &mut replayed);
+    }
+    report(&format!("kernel, bare cuLaunchKernel ({CHAIN} neg)"), &bare);
+    report(&format!("kernel, eager from Rust ({CHAIN} neg)"), &eager);
+    println!(
+        "per kernel, eager over bare cuLaunchKernel (median of the rounds' differences, GPU busy): {:.2} us",
+        paired_excess(&eager, &bare) * 1e6
+    );
     report(&format!("node, CUDA graph replay ({nodes} nodes)"), &replayed);
     Ok(())
 }

@@ -15,8 +15,8 @@ from ._reduce import *  # noqa: F401,F403 - reductions, softmax and norms live b
 _INTEGRAL = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
 
 
-def _one(op, x, **attrs):
-    return _core.call(op, [x], attrs)[0]
+# an op of one input and one output, called without lists (its attributes a dict or None)
+_call_one = _core.call_one
 
 
 def _is_tensor(x):
@@ -28,7 +28,7 @@ def _is_tensor(x):
 def cast(x, dtype):
     """x converted to ``dtype`` (a table name or alias): integers wrap, floats truncate toward
     zero into integers (saturating, NaN to 0), complex to real is refused."""
-    return _one("cast", x, dtype=str(dtype))
+    return _call_one("cast", x, {"dtype": str(dtype)})
 
 
 def _to(x, dtype):
@@ -62,62 +62,62 @@ def _binary(op, a, b):
 
 def neg(x):
     """-x (integers wrap)."""
-    return _one("neg", x)
+    return _call_one("neg", x, None)
 
 
 def abs(x):  # noqa: A001 - the op's name
     """|x| (integers wrap: the most negative value stays)."""
-    return _one("abs", x)
+    return _call_one("abs", x, None)
 
 
 def relu(x):
     """max(x, 0); NaN stays NaN."""
-    return _one("relu", x)
+    return _call_one("relu", x, None)
 
 
 def exp(x):
     """e to the x (integers are read as float32)."""
-    return _one("exp", _float_input(x))
+    return _call_one("exp", _float_input(x), None)
 
 
 def log(x):
     """The natural logarithm."""
-    return _one("log", _float_input(x))
+    return _call_one("log", _float_input(x), None)
 
 
 def sqrt(x):
     """The square root."""
-    return _one("sqrt", _float_input(x))
+    return _call_one("sqrt", _float_input(x), None)
 
 
 def rsqrt(x):
     """1 / sqrt(x)."""
-    return _one("rsqrt", _float_input(x))
+    return _call_one("rsqrt", _float_input(x), None)
 
 
 def tanh(x):
     """The hyperbolic tangent."""
-    return _one("tanh", _float_input(x))
+    return _call_one("tanh", _float_input(x), None)
 
 
 def sigmoid(x):
     """1 / (1 + e^-x)."""
-    return _one("sigmoid", _float_input(x))
+    return _call_one("sigmoid", _float_input(x), None)
 
 
 def silu(x):
     """x * sigmoid(x)."""
-    return _one("silu", _float_input(x))
+    return _call_one("silu", _float_input(x), None)
 
 
 def gelu(x):
     """GELU, the erf form: x/2 * (1 + erf(x / sqrt(2)))."""
-    return _one("gelu", _float_input(x))
+    return _call_one("gelu", _float_input(x), None)
 
 
 def gelu_tanh(x):
     """GELU, the tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))."""
-    return _one("gelu_tanh", _float_input(x))
+    return _call_one("gelu_tanh", _float_input(x), None)
 
 
 def add(a, b):

@@ -8,7 +8,7 @@ def _reduce(op, x, axes, keepdim):
     attrs = {"keepdim": bool(keepdim)}
     if axes is not None:
         attrs["axes"] = [axes] if isinstance(axes, int) else list(axes)
-    return _core.call(op, [x], attrs)[0]
+    return _core.call_one(op, x, attrs)
 
 
 def sum(x, axes=None, keepdim=False):  # noqa: A001 - the op's name
@@ -21,7 +21,7 @@ def mean(x, axes=None, keepdim=False):
     """The mean over ``axes`` (float64 accumulation); integers are read as float32."""
     wanted = _promotion.float_math_input(x.dtype)
     if x.dtype != wanted:
-        x = _core.call("cast", [x], {"dtype": wanted})[0]
+        x = _core.call_one("cast", x, {"dtype": wanted})
     return _reduce("mean", x, axes, keepdim)
 
 
@@ -37,17 +37,17 @@ def min(x, axes=None, keepdim=False):  # noqa: A001 - the op's name
 
 def argmax(x, axis=-1, keepdim=False):
     """The int64 index of the first maximum along ``axis`` (a NaN counts as the maximum)."""
-    return _core.call("argmax", [x], {"axis": int(axis), "keepdim": bool(keepdim)})[0]
+    return _core.call_one("argmax", x, {"axis": int(axis), "keepdim": bool(keepdim)})
 
 
 def softmax(x, axis=-1):
     """exp(x - max) / sum(exp(x - max)) along ``axis`` (float dtypes)."""
-    return _core.call("softmax", [x], {"axis": int(axis)})[0]
+    return _core.call_one("softmax", x, {"axis": int(axis)})
 
 
 def log_softmax(x, axis=-1):
     """x - max - log(sum(exp(x - max))) along ``axis`` (float dtypes)."""
-    return _core.call("log_softmax", [x], {"axis": int(axis)})[0]
+    return _core.call_one("log_softmax", x, {"axis": int(axis)})
 
 
 def layer_norm(x, weight, bias, eps=1e-5):

@@ -32,6 +32,26 @@ fn attr_value(op: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<AttrVa
     })
 }
 
+/// The attributes of a call, from Python keywords.
+fn parse_attrs(op: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
+    let mut parsed = Attrs::new();
+    for (name, value) in attrs.into_iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        parsed = parsed.with(&name, attr_value(op, &name, &value)?);
+    }
+    Ok(parsed)
+}
+
+/// Runs `op` on `inputs`: a CPU op computes before it returns, so other Python threads run
+/// meanwhile; a GPU op only queues its launch, which costs less than giving the interpreter
+/// lock away and back.
+fn run(py: Python<'_>, op: &str, attrs: &Attrs, inputs: &[&nbxtensor::tensor::Tensor]) -> PyResult<Vec<Tensor>> {
+    let call = || nbxtensor::ops::call(op, attrs, inputs);
+    let on_gpu = inputs.first().is_some_and(|t| t.device().kind == DeviceKind::Cuda);
+    let outputs = if on_gpu { call() } else { py.detach(call) }.map_err(to_py)?;
+    Ok(outputs.into_iter().map(Tensor::wrap).collect())
+}
+
 /// Calls `op` on `inputs` with keyword attributes; returns the list of outputs.
 #[pyfunction]
 #[pyo3(signature = (op, inputs, attrs = None))]
@@ -41,21 +61,22 @@ fn call(
     inputs: Vec<PyRef<'_, Tensor>>,
     attrs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<Tensor>> {
-    let mut parsed = Attrs::new();
-    for (name, value) in attrs.into_iter().flat_map(|d| d.iter()) {
-        let name: String = name.extract()?;
-        parsed = parsed.with(&name, attr_value(op, &name, &value)?);
+    let parsed = parse_attrs(op, attrs)?;
+    let tensors: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().map(|t| &t.inner).collect();
+    run(py, op, &parsed, &tensors)
+}
+
+/// Calls an op of one input and one output (the unary ops, casts, reductions): as `call`,
+/// without the lists.
+#[pyfunction]
+#[pyo3(signature = (op, x, attrs = None))]
+fn call_one(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Tensor> {
+    let parsed = parse_attrs(op, attrs)?;
+    let mut outputs = run(py, op, &parsed, &[&x.inner])?;
+    match outputs.len() {
+        1 => Ok(outputs.remove(0)),
+        n => Err(PyValueError::new_err(format!("{op}: gives {n} outputs, call_one takes ops of one"))),
     }
-    let tensors: Vec<nbxtensor::tensor::Tensor> = inputs.iter().map(|t| t.inner.clone()).collect();
-    let run = || {
-        let refs: Vec<&nbxtensor::tensor::Tensor> = tensors.iter().collect();
-        nbxtensor::ops::call(op, &parsed, &refs)
-    };
-    // a CPU op computes before it returns: other Python threads run meanwhile; a GPU op only
-    // queues its launch, which costs less than giving the interpreter lock away and back
-    let on_gpu = tensors.first().is_some_and(|t| t.device().kind == DeviceKind::Cuda);
-    let outputs = if on_gpu { run() } else { py.detach(run) }.map_err(to_py)?;
-    Ok(outputs.into_iter().map(Tensor::wrap).collect())
 }
 
 /// The CPU backend's capability table, printed (one line per op and its dtypes).
@@ -67,6 +88,7 @@ fn capability_table() -> String {
 /// Registers the module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(call, m)?)?;
+    m.add_function(wrap_pyfunction!(call_one, m)?)?;
     m.add_function(wrap_pyfunction!(capability_table, m)?)?;
     Ok(())
 }

@@ -135,12 +135,12 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         let partials = workspace_of("sdpa", &launch.workspace, partial_bytes(b, hq, splits, dv))?;
         let warps = u64::from(THREADS / 32);
         let shared = 4 * (d + 2 * warps + warps * SLICE as u64);
-        let f = function(device, &SOURCE, &format!("attention_decode_{dt}"))?;
+        let f = function(device, &SOURCE, format_args!("attention_decode_{dt}"))?;
         allow(&f, shared)?;
         args.ptr(partials).i32(int(splits)?);
         let x = grid_extent("sdpa", splits, 1, i32::MAX as u32)?;
         f.launch([x, y, z], [THREADS, 1, 1], shared as u32, &mut args)?;
-        let combine = function(device, &SOURCE, &format!("attention_combine_{dt}"))?;
+        let combine = function(device, &SOURCE, format_args!("attention_combine_{dt}"))?;
         let mut args = Args::new();
         args.ptr(partials).i32(int(splits)?).i32(int(dv)?).ptr(device_ptr(out));
         let blocks = grid_extent("sdpa", b * hq, 1, i32::MAX as u32)?;
@@ -149,7 +149,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     // the key tile's rows: d + 4 floats when d is a multiple of 4 (16-byte rows), else d + 1
     let key_stride = if d % 4 == 0 { d + 4 } else { d + 1 };
     let shared = 4 * (QUERY_ROWS as u64 * d + KEY_TILE * key_stride + KEY_TILE * width);
-    let f = function(device, &SOURCE, &format!("attention_prefill_{dt}"))?;
+    let f = function(device, &SOURCE, format_args!("attention_prefill_{dt}"))?;
     allow(&f, shared)?;
     args.ptr(device_ptr(out));
     let x = grid_extent("sdpa", sq, QUERY_ROWS, i32::MAX as u32)?;

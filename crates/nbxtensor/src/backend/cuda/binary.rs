@@ -89,11 +89,10 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let (op, device, shape) = (kernel.op, y.device(), y.shape());
     let (dtype_suffix, float) = float_or_integer(op, kernel.dtype)?;
     let source = if float { &SOURCE } else { &INTEGER_SOURCE };
-    let name = format!("binary_{op}_{dtype_suffix}");
     let mut args = Args::new();
     if a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape {
         args.ptr(device_ptr(a)).ptr(device_ptr(b)).ptr(device_ptr(y)).i64(n);
-        let f = function(device, source, &name)?;
+        let f = function(device, source, format_args!("binary_{op}_{dtype_suffix}"))?;
         return f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args);
     }
     let ix = Indexer::new(op, shape, &[Operand::broadcast(op, a, shape)?, Operand::broadcast(op, b, shape)?])?;
@@ -101,11 +100,11 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     args.ptr(storage_ptr(a)).ptr(storage_ptr(b)).value(&ix).ptr(device_ptr(y));
     if device_ptr(y) % 16 == 0 && rows_fit(&ix, &[a, b], per_word) {
         args.i64(n / per_word).i32(narrow(n));
-        let f = function(device, source, &format!("{name}_rows"))?;
+        let f = function(device, source, format_args!("binary_{op}_{dtype_suffix}_rows"))?;
         return f.launch(elementwise_grid(f.context(), n / per_word), [THREADS, 1, 1], 0, &mut args);
     }
     args.i64(n).i32(narrow(n));
-    let f = function(device, source, &format!("{name}_strided"))?;
+    let f = function(device, source, format_args!("binary_{op}_{dtype_suffix}_strided"))?;
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 

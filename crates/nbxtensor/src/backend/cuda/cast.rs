@@ -71,15 +71,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let (from, to) = (kernel.dtype, y.dtype());
     let (from_suffix, source) = served(from, to, from)?;
     let (to_suffix, _) = served(from, to, to)?;
-    let name = format!("cast_{from_suffix}_{to_suffix}");
     let mut args = Args::new();
     let f = if x.is_contiguous() {
         args.ptr(device_ptr(x)).ptr(device_ptr(y)).i64(n);
-        function(y.device(), source, &name)?
+        function(y.device(), source, format_args!("cast_{from_suffix}_{to_suffix}"))?
     } else {
         let ix = Indexer::new("cast", x.shape(), &[Operand::broadcast("cast", x, x.shape())?])?;
         args.ptr(storage_ptr(x)).value(&ix).ptr(device_ptr(y)).i64(n).i32(narrow(n));
-        function(y.device(), source, &format!("{name}_strided"))?
+        function(y.device(), source, format_args!("cast_{from_suffix}_{to_suffix}_strided"))?
     };
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }

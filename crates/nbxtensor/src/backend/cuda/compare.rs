@@ -49,15 +49,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
             (dtype_suffix, false) => (dtype_suffix, &INTEGER_SOURCE),
         },
     };
-    let name = format!("compare_{op}_{dtype_suffix}");
     let mut args = Args::new();
     let f = if a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape {
         args.ptr(device_ptr(a)).ptr(device_ptr(b)).ptr(device_ptr(y)).i64(n);
-        function(device, source, &name)?
+        function(device, source, format_args!("compare_{op}_{dtype_suffix}"))?
     } else {
         let ix = Indexer::new(op, shape, &[Operand::broadcast(op, a, shape)?, Operand::broadcast(op, b, shape)?])?;
         args.ptr(storage_ptr(a)).ptr(storage_ptr(b)).value(&ix).ptr(device_ptr(y)).i64(n).i32(narrow(n));
-        function(device, source, &format!("{name}_strided"))?
+        function(device, source, format_args!("compare_{op}_{dtype_suffix}_strided"))?
     };
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }

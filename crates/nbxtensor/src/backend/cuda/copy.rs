@@ -53,7 +53,7 @@ pub fn copy_elements(
     if ix.shape[0] % per_word == 0 && ix.rows_of_words(0, per_word, x_base) && ix.rows_of_words(1, per_word, y_base) {
         (ix, n, unit) = (ix.in_words(2, per_word), n / per_word, "w16");
     }
-    let f = function(device, &SOURCE, &format!("copy_{unit}"))?;
+    let f = function(device, &SOURCE, format_args!("copy_{unit}"))?;
     let mut args = Args::new();
     args.ptr(x_base).value(&ix).ptr(y_base).i64(n).i32(narrow(n));
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)

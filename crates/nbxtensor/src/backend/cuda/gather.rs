@@ -108,7 +108,7 @@ impl Gather<'_> {
         };
         let allocator = cuda_allocator(device.index).map_err(device_error)?;
         allocator.zero(flag, FLAG_BYTES as usize).map_err(device_error)?;
-        let f = function(device, &SOURCE, &format!("gather_{unit}_{index}"))?;
+        let f = function(device, &SOURCE, format_args!("gather_{unit}_{index}"))?;
         let mut args = Args::new();
         args.ptr(x_base).value(&ix).i32(position).i64(axis_stride).ptr(storage_ptr(self.indices)).value(&ii);
         args.i64(self.bound).ptr(y_base).i64(n).i32(narrow(n)).ptr(flag);

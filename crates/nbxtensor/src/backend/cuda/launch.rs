@@ -8,7 +8,10 @@ use crate::memory::cuda::{check, context, CudaContext};
 use crate::memory::{Device, DeviceKind};
 use cudarc::driver::sys;
 use std::collections::HashMap;
+use std::cell::RefCell;
 use std::ffi::{c_void, CString};
+use std::fmt::{Arguments, Write};
+use std::mem::MaybeUninit;
 use std::sync::{Mutex, OnceLock};
 
 /// A kernel function of a loaded module, on one device.
@@ -45,9 +48,45 @@ pub fn device_context(device: Device) -> Result<&'static CudaContext, KernelErro
     context(device.index).map_err(KernelError::Device)
 }
 
+thread_local! {
+    /// This thread's functions found so far, by device and source, then by name (a repeated
+    /// request takes no lock and allocates nothing), and the buffer names are written into.
+    static FOUND: RefCell<Found> = RefCell::new(Found { name: String::new(), sources: Vec::new() });
+}
+
+struct Found {
+    name: String,
+    sources: Vec<(u32, &'static str, HashMap<String, CudaFunction>)>,
+}
+
 /// The function `name` of `source` on `device`: the source is compiled (or read from the
-/// cache) and loaded at the first request, then the handle is reused.
-pub fn function(device: Device, source: &'static KernelSource, name: &str) -> Result<CudaFunction, KernelError> {
+/// cache) and loaded at the first request in the process, then the handle is reused.
+pub fn function(device: Device, source: &'static KernelSource, name: Arguments<'_>) -> Result<CudaFunction, KernelError> {
+    FOUND.with(|found| {
+        let mut found = found.borrow_mut();
+        let Found { name: buffer, sources } = &mut *found;
+        buffer.clear();
+        buffer.write_fmt(name).map_err(|_| KernelError::Invalid("a kernel name could not be written".into()))?;
+        let at = match sources.iter().position(|(index, s, _)| *index == device.index && *s == source.name) {
+            Some(at) => at,
+            None => {
+                sources.push((device.index, source.name, HashMap::new()));
+                sources.len() - 1
+            }
+        };
+        let functions = &mut sources[at].2;
+        if let Some(&function) = functions.get(buffer.as_str()) {
+            return Ok(function);
+        }
+        let function = load(device, source, buffer)?;
+        functions.insert(buffer.clone(), function);
+        Ok(function)
+    })
+}
+
+/// The function `name` of `source` on `device`, from the process's modules (the source
+/// compiled and loaded at the first request).
+fn load(device: Device, source: &'static KernelSource, name: &str) -> Result<CudaFunction, KernelError> {
     let context = device_context(device)?;
     let mut handles = handles().lock().unwrap_or_else(|e| e.into_inner());
     if let Some(&function) = handles.modules.get(&(device.index, source.name)).and_then(|m| m.functions.get(name)) {
@@ -76,23 +115,55 @@ pub fn function(device: Device, source: &'static KernelSource, name: &str) -> Re
     Ok(CudaFunction { function, context })
 }
 
+/// The most 8-byte words a launch's parameters take (1 KiB, a quarter of the driver's
+/// classic 4 KiB limit: the largest family, gather, takes under 80).
+pub const ARGS_WORDS: usize = 128;
+
+/// The most parameters a kernel takes.
+pub const ARGS_COUNT: usize = 32;
+
 /// A kernel's parameters, each held in whole 8-byte words (a 4-byte value is read from the low
-/// half, which little-endian machines put first), or as a struct passed by value.
-#[derive(Default)]
+/// half, which little-endian machines put first), or as a struct passed by value. Held inline:
+/// making and launching them allocates nothing.
 pub struct Args {
-    words: Vec<u64>,
-    starts: Vec<usize>,
+    words: [MaybeUninit<u64>; ARGS_WORDS],
+    used: usize,
+    starts: [u16; ARGS_COUNT],
+    count: usize,
+    /// The first parameter that did not fit, if one did not (the launch is then refused).
+    overflow: Option<usize>,
+}
+
+impl Default for Args {
+    fn default() -> Args {
+        Args::new()
+    }
 }
 
 impl Args {
     /// No parameters yet.
     pub fn new() -> Args {
-        Args { words: Vec::with_capacity(32), starts: Vec::with_capacity(16) }
+        Args { words: [MaybeUninit::uninit(); ARGS_WORDS], used: 0, starts: [0; ARGS_COUNT], count: 0, overflow: None }
+    }
+
+    /// Reserves `words` words for the next parameter; `None` (and the launch refused) when
+    /// they do not fit.
+    fn reserve(&mut self, words: usize) -> Option<usize> {
+        let start = self.used;
+        if self.overflow.is_some() || self.count == ARGS_COUNT || start + words > ARGS_WORDS {
+            self.overflow.get_or_insert(self.count);
+            return None;
+        }
+        self.starts[self.count] = start as u16;
+        self.count += 1;
+        self.used += words;
+        Some(start)
     }
 
     fn word(&mut self, word: u64) -> &mut Args {
-        self.starts.push(self.words.len());
-        self.words.push(word);
+        if let Some(start) = self.reserve(1) {
+            self.words[start] = MaybeUninit::new(word);
+        }
         self
     }
 
@@ -118,26 +189,37 @@ impl Args {
 
     /// A plain-data struct passed by value (`#[repr(C)]`, no pointers to host memory).
     pub fn value<T: Copy>(&mut self, value: &T) -> &mut Args {
-        let start = self.words.len();
         let words = std::mem::size_of::<T>().div_ceil(8).max(1);
-        self.starts.push(start);
-        self.words.resize(start + words, 0);
-        // SAFETY: the words from `start` hold at least size_of::<T>() bytes, 8-byte aligned.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (value as *const T).cast::<u8>(),
-                self.words.as_mut_ptr().add(start).cast(),
-                std::mem::size_of::<T>(),
-            )
-        };
+        if let Some(start) = self.reserve(words) {
+            // the padding past the value is zero
+            self.words[start..start + words].fill(MaybeUninit::new(0));
+            // SAFETY: the words from `start` hold at least size_of::<T>() bytes, 8-byte aligned.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (value as *const T).cast::<u8>(),
+                    self.words.as_mut_ptr().add(start).cast(),
+                    std::mem::size_of::<T>(),
+                )
+            };
+        }
         self
     }
 
-    /// The address of each parameter (valid while the words are neither moved nor grown).
-    fn pointers(&mut self) -> Vec<*mut c_void> {
+    /// Writes the address of each parameter into `pointers` (valid while the Args is neither
+    /// moved nor changed); refused when a parameter did not fit.
+    fn pointers(&mut self, pointers: &mut [*mut c_void; ARGS_COUNT]) -> Result<(), KernelError> {
+        if let Some(at) = self.overflow {
+            return Err(KernelError::Invalid(format!(
+                "kernel parameter {at} does not fit: a launch takes at most {ARGS_COUNT} parameters in {} bytes",
+                ARGS_WORDS * 8
+            )));
+        }
         let base = self.words.as_mut_ptr();
-        // SAFETY: every start lies within the words.
-        self.starts.iter().map(|&start| unsafe { base.add(start) }.cast()).collect()
+        for (pointer, &start) in pointers.iter_mut().zip(&self.starts[..self.count]) {
+            // SAFETY: every start lies within the words.
+            *pointer = unsafe { base.add(usize::from(start)) }.cast();
+        }
+        Ok(())
     }
 }
 
@@ -155,7 +237,8 @@ impl CudaFunction {
         if grid.contains(&0) {
             return Ok(()); // nothing to do: an empty tensor
         }
-        let mut pointers = args.pointers();
+        let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
+        args.pointers(&mut pointers)?;
         // SAFETY: the function was loaded in this context; the parameters match the kernel's
         // signature (each family's contract) and live until cuLaunchKernel has copied them.
         let result = unsafe {
@@ -199,4 +282,45 @@ impl CudaFunction {
 /// The device address of a tensor's first element.
 pub fn device_ptr(tensor: &crate::tensor::Tensor) -> u64 {
     tensor.data_ptr() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Args, ARGS_COUNT, ARGS_WORDS};
+
+    /// The bytes the driver would read for parameter `at` (of `len` bytes).
+    fn read(args: &mut Args, at: usize, len: usize) -> Vec<u8> {
+        let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
+        args.pointers(&mut pointers).expect("the parameters fit");
+        // SAFETY: the pointer addresses `len` bytes inside the args' words.
+        unsafe { std::slice::from_raw_parts(pointers[at].cast::<u8>(), len) }.to_vec()
+    }
+
+    #[test]
+    fn parameters_are_laid_out_in_whole_words() {
+        let mut args = Args::new();
+        args.ptr(0x1234_5678_9abc).i32(-2).f32(1.5).value(&[7u8, 8, 9]).i64(-1);
+        assert_eq!(read(&mut args, 0, 8), 0x1234_5678_9abcu64.to_le_bytes());
+        assert_eq!(read(&mut args, 1, 4), (-2i32).to_le_bytes());
+        assert_eq!(read(&mut args, 2, 4), 1.5f32.to_le_bytes());
+        // a 3-byte struct takes a word, zero past its bytes
+        assert_eq!(read(&mut args, 3, 8), [7, 8, 9, 0, 0, 0, 0, 0]);
+        assert_eq!(read(&mut args, 4, 8), (-1i64).to_le_bytes());
+    }
+
+    #[test]
+    fn too_many_parameters_or_words_are_refused_by_name() {
+        let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
+        let mut args = Args::new();
+        for i in 0..=ARGS_COUNT {
+            args.i64(i as i64);
+        }
+        let error = args.pointers(&mut pointers).unwrap_err().to_string();
+        assert!(error.contains(&format!("parameter {ARGS_COUNT} does not fit")), "{error}");
+        let mut args = Args::new();
+        args.ptr(1).value(&[0u64; ARGS_WORDS]);
+        let error = args.pointers(&mut pointers).unwrap_err().to_string();
+        assert!(error.contains("parameter 1 does not fit"), "{error}");
+        assert!(error.contains(&format!("{} bytes", ARGS_WORDS * 8)), "{error}");
+    }
 }

@@ -43,8 +43,8 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         let pointers = [device_ptr(x), device_ptr(weight), device_ptr(bias), device_ptr(y), n as u64 * itemsize as u64];
         let vector = aligned16(&pointers);
         if let Some(plan) = row_plan(n, itemsize, vector) {
-            let name = format!("norm_{op}_{dt}_{}{}", plan.chunks, if vector { "_vec" } else { "" });
-            let f = function(device, &SOURCE, &name)?;
+            let vec = if vector { "_vec" } else { "" };
+            let f = function(device, &SOURCE, format_args!("norm_{op}_{dt}_{}{vec}", plan.chunks))?;
             args.ptr(device_ptr(x)).ptr(device_ptr(weight)).ptr(device_ptr(bias)).ptr(device_ptr(y));
             args.i64(rows).i64(n).f32(eps).i32(plan.group as i32);
             let blocks = grid_extent(op, rows, i64::from(plan.block / plan.group), i32::MAX as u32)?;
@@ -58,7 +58,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     args.ptr(device_ptr(weight)).i64(stride(weight)).ptr(device_ptr(bias)).i64(stride(bias));
     let group = if n <= WARP_ROW { 32 } else { THREADS };
     args.ptr(device_ptr(y)).i64(rows).i64(n).f32(eps).i32(group as i32);
-    let f = function(device, &SOURCE, &format!("norm_{op}_{dt}_looped"))?;
+    let f = function(device, &SOURCE, format_args!("norm_{op}_{dt}_looped"))?;
     let blocks = grid_extent(op, rows, i64::from(THREADS / group), i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }

@@ -74,7 +74,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         && aligned16(&[device_ptr(x), device_ptr(packed), k as u64 * itemsize, row_bytes as u64]);
     if registers {
         let rows = if m == 1 { 1 } else { 8 };
-        let f = function(device, &SOURCE, &format!("quant_gemv_b{bits}_{dt}_r{rows}"))?;
+        let f = function(device, &SOURCE, format_args!("quant_gemv_b{bits}_{dt}_r{rows}"))?;
         args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
         args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
         args.i64(n).i32(group as i32).ptr(device_ptr(out));
@@ -82,7 +82,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
         return f.launch([grid_x, grid_y, 1], [GEMV_THREADS, 1, 1], 0, &mut args);
     }
-    let f = function(device, &SOURCE, &format!("quant_gemm_b{bits}_{dt}"))?;
+    let f = function(device, &SOURCE, format_args!("quant_gemm_b{bits}_{dt}"))?;
     let x_rows = merged_layout(&x.shape()[..last], &x.strides()[..last], x.offset())?;
     args.ptr(x.storage().as_ptr() as u64).value(&x_rows).i64(x.strides()[last]).i64(m).i64(k);
     args.ptr(device_ptr(packed)).i64(p[0]).i64(p[1]);

@@ -33,7 +33,7 @@ fn claimed(generator: &mut Generator, n: usize, per_element: u64) -> Result<(cra
 pub fn random_words(device: Device, generator: &mut Generator, n: usize) -> Result<Tensor> {
     let out = Tensor::for_output(device, DType::Uint32, &[n as i64])?;
     let (words, start) = claimed(generator, n, 1)?;
-    let f = function(device, &SOURCE, "philox_words")?;
+    let f = function(device, &SOURCE, format_args!("philox_words"))?;
     let mut args = Args::new();
     args.i64(words.seed as i64).i64(words.stream as i64).i64(start as i64).ptr(out.data_ptr() as u64).i64(n as i64);
     f.launch(elementwise_grid(f.context(), n as i64), [THREADS, 1, 1], 0, &mut args)?;
@@ -47,7 +47,7 @@ pub fn random_uniform_f32(device: Device, generator: &mut Generator, n: usize, l
     let precision = DType::Float32.float_format().map_err(|e| KernelError::Invalid(e.to_string()))?.mantissa_bits + 1;
     let out = Tensor::for_output(device, DType::Float32, &[n as i64])?;
     let (words, start) = claimed(generator, n, 1)?;
-    let f = function(device, &SOURCE, "philox_uniform_f32")?;
+    let f = function(device, &SOURCE, format_args!("philox_uniform_f32"))?;
     let mut args = Args::new();
     args.i64(words.seed as i64).i64(words.stream as i64).i64(start as i64);
     args.f32(low).f32(high - low).i32(precision as i32).f32((-(precision as f32)).exp2());

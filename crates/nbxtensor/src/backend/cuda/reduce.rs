@@ -123,17 +123,17 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let kept = merged_layout(&kept_shape, &kept_strides, x.offset())?;
     let red = merged_layout(&red_shape, &red_strides, 0)?;
     let inner = |l: &super::Layout| if l.ndim > 0 { l.strides[l.ndim as usize - 1] } else { 0 };
-    let name = format!("reduce_{}_{}", kernel.op, suffix(kernel.op, kernel.dtype)?);
+    let (op, dt) = (kernel.op, suffix(kernel.op, kernel.dtype)?);
     let device = y.device();
     let mut args = Args::new();
     args.ptr(x.storage().as_ptr() as u64).value(&kept).value(&red);
     if let Some((splits, chunk)) = split_plan(outputs, count) {
         let partials = workspace_of(kernel.op, &launch.workspace, partial_bytes(outputs, splits))?;
-        let f = function(device, &SOURCE, &format!("{name}_split"))?;
+        let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_split"))?;
         args.i64(count).i64(chunk).i32(splits as i32).ptr(partials);
         let grid_y = grid_extent(kernel.op, outputs, 1, 65535)?;
         f.launch([splits as u32, grid_y, 1], [ROW_THREADS, 1, 1], 0, &mut args)?;
-        let finish = function(device, &SOURCE, &format!("{name}_finish"))?;
+        let finish = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_finish"))?;
         let mut args = Args::new();
         args.ptr(partials).i64(outputs).i64(count).i32(splits as i32).ptr(device_ptr(y));
         let blocks = grid_extent(kernel.op, outputs, i64::from(ROW_THREADS), i32::MAX as u32)?;
@@ -142,14 +142,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     args.i64(outputs).i64(count).ptr(device_ptr(y));
     if inner(&red) != 1 && inner(&kept) == 1 {
         // reduced elements far apart, outputs adjacent: one thread per output, coalesced
-        let f = function(device, &SOURCE, &format!("{name}_cols"))?;
+        let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_cols"))?;
         let blocks = grid_extent(kernel.op, outputs, i64::from(COLUMNS), i32::MAX as u32)?;
         return f.launch([blocks, 1, 1], [COLUMNS, COLUMN_LANES, 1], 0, &mut args);
     }
     let group = if count <= WARP_EXTENT { 32 } else { ROW_THREADS };
     args.i32(group as i32);
     let per_block = i64::from(ROW_THREADS / group);
-    let f = function(device, &SOURCE, &format!("{name}_rows"))?;
+    let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_rows"))?;
     let blocks = grid_extent(kernel.op, outputs, per_block, i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [ROW_THREADS, 1, 1], 0, &mut args)
 }

@@ -45,9 +45,8 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
             c[0] as u64 * itemsize,
             s[0] as u64 * itemsize,
         ]);
-    let name =
-        format!("rope_{dt}{}{}", if interleaved { "_interleaved" } else { "" }, if vector { "_vec" } else { "" });
-    let f = function(y.device(), &SOURCE, &name)?;
+    let (layout, vec) = (if interleaved { "_interleaved" } else { "" }, if vector { "_vec" } else { "" });
+    let f = function(y.device(), &SOURCE, format_args!("rope_{dt}{layout}{vec}"))?;
     let mut args = Args::new();
     let units = if vector {
         args.ptr(device_ptr(x)).ptr(device_ptr(cos)).i64(c[0]).ptr(device_ptr(sin)).i64(s[0]);

@@ -60,11 +60,11 @@ fn run_where(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         return Ok(());
     }
     let (device, shape) = (y.device(), y.shape());
-    let name = format!("where_{}", bits_suffix("where", y.dtype())?);
+    let bits = bits_suffix("where", y.dtype())?;
     let mut args = Args::new();
     let f = if [c, a, b].iter().all(|t| t.is_contiguous() && t.shape() == shape) {
         args.ptr(device_ptr(c)).ptr(device_ptr(a)).ptr(device_ptr(b)).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, &name)?
+        function(device, &SOURCE, format_args!("where_{bits}"))?
     } else {
         let operands = [
             Operand::broadcast("where", c, shape)?,
@@ -74,7 +74,7 @@ fn run_where(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         let ix = Indexer::new("where", shape, &operands)?;
         args.ptr(storage_ptr(c)).ptr(storage_ptr(a)).ptr(storage_ptr(b)).value(&ix).ptr(device_ptr(y));
         args.i64(n).i32(narrow(n));
-        function(device, &SOURCE, &format!("{name}_strided"))?
+        function(device, &SOURCE, format_args!("where_{bits}_strided"))?
     };
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
@@ -108,16 +108,16 @@ fn run_masked_fill(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     }
     let (device, shape) = (y.device(), y.shape());
     let fill = fill_bits(kernel.dtype, &kernel.attrs)?;
-    let name = format!("masked_fill_{}", bits_suffix("masked_fill", kernel.dtype)?);
+    let bits = bits_suffix("masked_fill", kernel.dtype)?;
     let mut args = Args::new();
     let f = if [x, m].iter().all(|t| t.is_contiguous() && t.shape() == shape) {
         args.ptr(device_ptr(x)).ptr(device_ptr(m)).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, &name)?
+        function(device, &SOURCE, format_args!("masked_fill_{bits}"))?
     } else {
         let operands = [Operand::broadcast("masked_fill", x, shape)?, Operand::broadcast("masked_fill", m, shape)?];
         let ix = Indexer::new("masked_fill", shape, &operands)?;
         args.ptr(storage_ptr(x)).ptr(storage_ptr(m)).value(&ix).ptr(device_ptr(y)).i64(n).i32(narrow(n));
-        function(device, &SOURCE, &format!("{name}_strided"))?
+        function(device, &SOURCE, format_args!("masked_fill_{bits}_strided"))?
     };
     args.i64(fill as i64);
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)

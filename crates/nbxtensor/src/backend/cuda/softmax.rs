@@ -49,8 +49,8 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     if x.is_contiguous() && inner == 1 {
         let vector = aligned16(&[device_ptr(x), device_ptr(y), n as u64 * itemsize as u64]);
         if let Some(plan) = row_plan(n, itemsize, vector) {
-            let name = format!("softmax_rows_{dt}_{}{}", plan.chunks, if vector { "_vec" } else { "" });
-            let f = function(device, &SOURCE, &name)?;
+            let vec = if vector { "_vec" } else { "" };
+            let f = function(device, &SOURCE, format_args!("softmax_rows_{dt}_{}{vec}", plan.chunks))?;
             args.ptr(device_ptr(x)).ptr(device_ptr(y)).i64(rows).i64(n).i32(plan.group as i32).i32(log);
             let blocks = grid_extent(op, rows, i64::from(plan.block / plan.group), i32::MAX as u32)?;
             return f.launch([blocks, 1, 1], [plan.block, 1, 1], 0, &mut args);
@@ -71,14 +71,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let others_inner = if others.ndim > 0 { others.strides[others.ndim as usize - 1] } else { 0 };
     if axis_stride != 1 && others_inner == 1 && rows >= COLUMN_ROWS {
         // neighbouring rows are adjacent in memory: a thread per row reads coalesced
-        let f = function(device, &SOURCE, &format!("softmax_columns_{dt}"))?;
+        let f = function(device, &SOURCE, format_args!("softmax_columns_{dt}"))?;
         args.i32(log);
         let blocks = grid_extent(op, rows, i64::from(THREADS), i32::MAX as u32)?;
         return f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args);
     }
     let group = if n <= WARP_ROW { 32 } else { THREADS };
     args.i32(group as i32).i32(log);
-    let f = function(device, &SOURCE, &format!("softmax_looped_{dt}"))?;
+    let f = function(device, &SOURCE, format_args!("softmax_looped_{dt}"))?;
     let blocks = grid_extent(op, rows, i64::from(THREADS / group), i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }

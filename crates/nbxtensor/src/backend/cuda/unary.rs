@@ -26,14 +26,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let n = y.numel();
     let device = y.device();
-    let name = format!("unary_{}_{}", kernel.op, suffix(kernel.op, kernel.dtype)?);
+    let (op, dt) = (kernel.op, suffix(kernel.op, kernel.dtype)?);
     let mut args = Args::new();
     let f = if x.is_contiguous() {
         args.ptr(device_ptr(x)).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, &name)?
+        function(device, &SOURCE, format_args!("unary_{op}_{dt}"))?
     } else {
         args.ptr(x.storage().as_ptr() as u64).value(&Layout::of(x)?).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, &format!("{name}_strided"))?
+        function(device, &SOURCE, format_args!("unary_{op}_{dt}_strided"))?
     };
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
