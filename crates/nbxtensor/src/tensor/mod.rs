@@ -113,7 +113,9 @@ impl Tensor {
         let bytes = usize::try_from(bytes)
             .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
         let strides = shape::contiguous_strides(shape)?;
-        Tensor::from_storage(Arc::new(Storage::for_outputs(bytes, device)?), dtype, shape, &strides, 0)
+        // contiguous over exactly its bytes: nothing for from_storage's checks to refuse
+        let storage = Arc::new(Storage::for_outputs(bytes, device)?);
+        Ok(Tensor { storage, dtype, shape: shape.to_vec(), strides, offset: 0 })
     }
 
     /// A contiguous tensor on `device` with no data: a stand-in for tracing or a dry run,
