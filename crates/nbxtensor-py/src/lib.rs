@@ -7,6 +7,7 @@
 mod backend;
 mod dtype;
 mod errors;
+mod host;
 mod io;
 mod memory;
 mod ops;
@@ -51,5 +52,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "program", program::register)?;
     add_submodule(m, "blas", backend::cpu::blas::register)?;
     add_submodule(m, "device_files", backend::device_files::register)?;
+    add_submodule(m, "host", host::register)?;
     Ok(())
 }

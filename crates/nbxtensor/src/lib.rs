@@ -51,6 +51,7 @@ pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use tensor::Tensor;
 
 /// The Rust examples of the repository's README, compiled and run as doc tests.
 #[doc = include_str!("../../../README.md")]

@@ -1,197 +1,131 @@
-"""Elementwise ops: unary math, binary arithmetic with broadcasting, comparisons, selection
-and casts (typed wrappers over ``call``).
+"""Elementwise ops: unary math, binary arithmetic with broadcasting, comparisons, logical and
+bitwise ops, selection and casts.
 
-Binary ops promote here, before the kernel (which takes one dtype): two tensors of different
-dtypes meet at ``nbxtensor.dtype.promotion.binary_result`` and each is cast there; a Python
-scalar is weak (``promotion.scalar_result``) and becomes a 0-d tensor of the result dtype.
+Each function calls the core's typed op: operands are promoted there (the Array API's rules;
+a Python scalar is weak, a numpy scalar or array keeps its dtype), and a float-only op reads
+integers and bool as float32. Generated from one list, so every op has one definition.
 """
 
 from nbxtensor._core import ops as _core
-from nbxtensor.dtype import promotion as _promotion
 
 from . import _reduce
 from ._reduce import *  # noqa: F401,F403 - reductions, softmax and norms live beside
 
-_INTEGRAL = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+_UNARY = {
+    "neg": "-x (integers wrap).",
+    "abs": "|x| (integers wrap: the most negative value stays).",
+    "relu": "max(x, 0); NaN stays NaN.",
+    "exp": "e to the x (integers are read as float32).",
+    "log": "The natural logarithm.",
+    "sqrt": "The square root.",
+    "rsqrt": "1 / sqrt(x).",
+    "tanh": "The hyperbolic tangent.",
+    "sigmoid": "1 / (1 + e^-x).",
+    "silu": "x * sigmoid(x).",
+    "gelu": "GELU, the erf form: x/2 * (1 + erf(x / sqrt(2))).",
+    "gelu_tanh": "GELU, the tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).",
+    "sin": "The sine.",
+    "cos": "The cosine.",
+    "tan": "The tangent.",
+    "asin": "The inverse sine.",
+    "acos": "The inverse cosine.",
+    "atan": "The inverse tangent.",
+    "sinh": "The hyperbolic sine.",
+    "cosh": "The hyperbolic cosine.",
+    "asinh": "The inverse hyperbolic sine.",
+    "acosh": "The inverse hyperbolic cosine.",
+    "atanh": "The inverse hyperbolic tangent.",
+    "expm1": "e^x - 1, accurate near 0.",
+    "log1p": "ln(1 + x), accurate near 0.",
+    "log2": "The base-2 logarithm.",
+    "log10": "The base-10 logarithm.",
+    "reciprocal": "1 / x.",
+    "square": "x * x (integers wrap).",
+    "sign": "-1, 0 or 1; NaN stays NaN.",
+    "floor": "Rounded toward -inf (integers unchanged).",
+    "ceil": "Rounded toward +inf (integers unchanged).",
+    "round": "Rounded to nearest, half to even (integers unchanged).",
+    "trunc": "Rounded toward 0 (integers unchanged).",
+    "isnan": "Whether each element is NaN (bool).",
+    "isinf": "Whether each element is infinite (bool).",
+    "isfinite": "Whether each element is finite (bool).",
+    "signbit": "Whether each element's sign bit is set (bool).",
+    "logical_not": "not x (any dtype read as bool).",
+    "bitwise_invert": "~x, the bits flipped (integers and bool).",
+}
+
+_BINARY = {
+    "add": "a + b, broadcast (integers wrap).",
+    "sub": "a - b, broadcast (integers wrap).",
+    "mul": "a * b, broadcast (integers wrap).",
+    "div": "a / b, broadcast: true division; integer operands are divided as float32.",
+    "pow": "a to the power b, broadcast.",
+    "maximum": "The larger of a and b, broadcast; NaN when either is NaN.",
+    "minimum": "The smaller of a and b, broadcast; NaN when either is NaN.",
+    "remainder": "a mod b with the sign of b (Python's %).",
+    "floor_divide": "floor(a / b) (Python's //).",
+    "atan2": "The angle of the point (b, a).",
+    "copysign": "|a| with the sign of b.",
+    "hypot": "sqrt(a^2 + b^2) without overflow.",
+    "logaddexp": "ln(e^a + e^b) without overflow.",
+    "nextafter": "The next value of the dtype after a toward b.",
+    "eq": "a == b, broadcast, as bool.",
+    "ne": "a != b, broadcast, as bool (true where either is NaN).",
+    "lt": "a < b, broadcast, as bool.",
+    "le": "a <= b, broadcast, as bool.",
+    "gt": "a > b, broadcast, as bool.",
+    "ge": "a >= b, broadcast, as bool.",
+    "logical_and": "a and b (read as bool).",
+    "logical_or": "a or b (read as bool).",
+    "logical_xor": "a xor b (read as bool).",
+    "bitwise_and": "a & b.",
+    "bitwise_or": "a | b.",
+    "bitwise_xor": "a ^ b.",
+    "bitwise_left_shift": "a << b.",
+    "bitwise_right_shift": "a >> b (the sign kept).",
+}
 
 
-# an op of one input and one output, called without lists (its attributes a dict or None)
-_call_one = _core.call_one
+def _unary_op(name, doc):
+    def op(x):
+        return _core.unary(name, x)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
 
 
-def _is_tensor(x):
-    from nbxtensor.tensor import Tensor
+def _binary_op(name, doc):
+    def op(a, b):
+        return _core.binary(name, a, b)
 
-    return isinstance(x, Tensor)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+for _name, _doc in _UNARY.items():
+    globals()[_name] = _unary_op(_name, _doc)
+for _name, _doc in _BINARY.items():
+    globals()[_name] = _binary_op(_name, _doc)
+del _name, _doc
 
 
 def cast(x, dtype):
     """x converted to ``dtype`` (a table name or alias): integers wrap, floats truncate toward
     zero into integers (saturating, NaN to 0), complex to real is refused."""
-    return _call_one("cast", x, {"dtype": str(dtype)})
+    return _core.call_one("cast", x, {"dtype": str(dtype)})
 
 
-def _to(x, dtype):
-    return x if x.dtype == dtype else cast(x, dtype)
-
-
-def _float_input(x):
-    """x, cast to the float dtype a float math op reads (integers and bool as float32)."""
-    return _to(x, _promotion.float_math_input(x.dtype))
-
-
-def _operands(op, *operands):
-    """The operands at one dtype: tensors promoted together, Python scalars weak."""
-    from nbxtensor.tensor import asarray
-
-    tensors = [t for t in operands if _is_tensor(t)]
-    if not tensors:
-        raise ValueError(f"{op}: at least one operand must be a tensor")
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = _promotion.binary_result(dtype, t.dtype)
-    for s in operands:
-        if not _is_tensor(s):
-            dtype = _promotion.scalar_result(dtype, s)
-    return [_to(t, dtype) if _is_tensor(t) else asarray(t, dtype=dtype) for t in operands]
-
-
-def _binary(op, a, b):
-    return _core.call(op, _operands(op, a, b), {})[0]
-
-
-def neg(x):
-    """-x (integers wrap)."""
-    return _call_one("neg", x, None)
-
-
-def abs(x):  # noqa: A001 - the op's name
-    """|x| (integers wrap: the most negative value stays)."""
-    return _call_one("abs", x, None)
-
-
-def relu(x):
-    """max(x, 0); NaN stays NaN."""
-    return _call_one("relu", x, None)
-
-
-def exp(x):
-    """e to the x (integers are read as float32)."""
-    return _call_one("exp", _float_input(x), None)
-
-
-def log(x):
-    """The natural logarithm."""
-    return _call_one("log", _float_input(x), None)
-
-
-def sqrt(x):
-    """The square root."""
-    return _call_one("sqrt", _float_input(x), None)
-
-
-def rsqrt(x):
-    """1 / sqrt(x)."""
-    return _call_one("rsqrt", _float_input(x), None)
-
-
-def tanh(x):
-    """The hyperbolic tangent."""
-    return _call_one("tanh", _float_input(x), None)
-
-
-def sigmoid(x):
-    """1 / (1 + e^-x)."""
-    return _call_one("sigmoid", _float_input(x), None)
-
-
-def silu(x):
-    """x * sigmoid(x)."""
-    return _call_one("silu", _float_input(x), None)
-
-
-def gelu(x):
-    """GELU, the erf form: x/2 * (1 + erf(x / sqrt(2)))."""
-    return _call_one("gelu", _float_input(x), None)
-
-
-def gelu_tanh(x):
-    """GELU, the tanh approximation: x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))."""
-    return _call_one("gelu_tanh", _float_input(x), None)
-
-
-def add(a, b):
-    """a + b, broadcast (integers wrap)."""
-    return _binary("add", a, b)
-
-
-def sub(a, b):
-    """a - b, broadcast (integers wrap)."""
-    return _binary("sub", a, b)
-
-
-def mul(a, b):
-    """a * b, broadcast (integers wrap)."""
-    return _binary("mul", a, b)
-
-
-def div(a, b):
-    """a / b, broadcast: true division; integer operands are divided as float32."""
-    a, b = _operands("div", a, b)
-    if a.dtype in _INTEGRAL:
-        a, b = _float_input(a), _float_input(b)
-    return _core.call("div", [a, b], {})[0]
-
-
-def pow(a, b):  # noqa: A001 - the op's name
-    """a to the power b, broadcast (float dtypes)."""
-    return _binary("pow", a, b)
-
-
-def maximum(a, b):
-    """The larger of a and b, broadcast; NaN when either is NaN."""
-    return _binary("maximum", a, b)
-
-
-def minimum(a, b):
-    """The smaller of a and b, broadcast; NaN when either is NaN."""
-    return _binary("minimum", a, b)
-
-
-def eq(a, b):
-    """a == b, broadcast, as bool."""
-    return _binary("eq", a, b)
-
-
-def ne(a, b):
-    """a != b, broadcast, as bool (true where either is NaN)."""
-    return _binary("ne", a, b)
-
-
-def lt(a, b):
-    """a < b, broadcast, as bool."""
-    return _binary("lt", a, b)
-
-
-def le(a, b):
-    """a <= b, broadcast, as bool."""
-    return _binary("le", a, b)
-
-
-def gt(a, b):
-    """a > b, broadcast, as bool."""
-    return _binary("gt", a, b)
-
-
-def ge(a, b):
-    """a >= b, broadcast, as bool."""
-    return _binary("ge", a, b)
+def clip(x, min=None, max=None):  # noqa: A002 - the Array API's names
+    """x clamped to ``[min, max]`` (each bound optional, a number); NaN stays NaN."""
+    attrs = {k: v for k, v in (("min", min), ("max", max)) if v is not None}
+    return _core.call_one("clip", x, attrs)
 
 
 def where(cond, a, b):
     """a where the bool ``cond`` is true, else b; the three broadcast, a and b promoted."""
-    a, b = _operands("where", a, b)
-    return _core.call("where", [cond, a, b], {})[0]
+    return _core.where(cond, a, b)
 
 
 def masked_fill(x, mask, value):
@@ -200,34 +134,5 @@ def masked_fill(x, mask, value):
     return _core.call("masked_fill", [x, mask], {"value": value})[0]
 
 
-__all__ = [
-    "cast",
-    "neg",
-    "abs",
-    "relu",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "tanh",
-    "sigmoid",
-    "silu",
-    "gelu",
-    "gelu_tanh",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "maximum",
-    "minimum",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "where",
-    "masked_fill",
-]
+__all__ = ["cast", "clip", "where", "masked_fill", *_UNARY, *_BINARY]
 __all__ += _reduce.__all__

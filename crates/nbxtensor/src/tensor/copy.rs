@@ -1,8 +1,7 @@
 //! Copies: a strided layout gathered into a contiguous one, and element reads.
 
 use super::{Element, Result, Tensor, TensorError};
-use crate::memory::cuda::cuda_allocator;
-use crate::memory::DeviceKind;
+use crate::backend;
 use crate::shape;
 use std::sync::Arc;
 
@@ -32,7 +31,7 @@ impl Tensor {
         if self.numel() == 0 {
             return Ok(());
         }
-        if self.device() != crate::memory::Device::CPU {
+        if !backend::of(self.device()).host_addressable() {
             return self.to_host()?.copy_to(out);
         }
         let storage = self.storage.host_bytes()?;
@@ -111,21 +110,14 @@ impl Tensor {
         if len == 0 {
             return Ok(());
         }
-        match dst.device().kind {
-            DeviceKind::Cpu => {
-                let bytes = self.to_bytes()?;
-                // SAFETY: dst is contiguous with `len` bytes at data_ptr (checked above); the
-                // caller guarantees exclusive access.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.data_ptr(), len) };
-            }
-            DeviceKind::Cuda => {
-                let allocator = cuda_allocator(dst.device().index)?;
-                if self.device() == dst.device() && self.is_contiguous() {
-                    allocator.copy_within(dst.data_ptr() as u64, self.data_ptr() as u64, len)?;
-                } else {
-                    allocator.write(dst.data_ptr() as u64, &self.to_bytes()?)?;
-                }
-            }
+        let target = backend::of(dst.device());
+        let address = dst.data_ptr() as u64;
+        // SAFETY (both): dst is contiguous with `len` bytes at data_ptr (checked above); the
+        // caller guarantees exclusive access.
+        if self.device() == dst.device() && self.is_contiguous() && !target.host_addressable() {
+            unsafe { target.copy_within(address, self.data_ptr() as u64, len)? };
+        } else {
+            unsafe { target.write(address, &self.to_bytes()?)? };
         }
         Ok(())
     }
