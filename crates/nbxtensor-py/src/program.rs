@@ -235,8 +235,7 @@ impl Program {
 
     fn __repr__(&self) -> String {
         let p = &self.inner;
-        let inputs: Vec<String> =
-            p.inputs.iter().map(|&id| meta(p.buffers[id].dtype, &p.buffers[id].shape)).collect();
+        let inputs: Vec<String> = p.inputs.iter().map(|&id| meta(p.buffers[id].dtype, &p.buffers[id].shape)).collect();
         let outputs: Vec<String> = p.outputs.iter().map(|o| meta(o.dtype, &o.shape)).collect();
         format!(
             "Program(launches={}, device='{}', inputs=[{}], outputs=[{}], flops={}, bytes_moved={})",
