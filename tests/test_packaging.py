@@ -7,6 +7,7 @@ import configparser
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import venv
@@ -90,6 +91,14 @@ def test_the_installed_nbx_command_is_the_rust_command_line():
     # a failure after the command line: exit 1 and the reason
     missing = run([str(nbx), "price", "--model", str(ROOT / "no-such-model")])
     assert missing.returncode == 1 and "no model directory" in missing.stderr
+
+
+def test_nbx_into_a_closed_pipe_ends_quietly():
+    nbx = Path(sys.executable).parent / "nbx"
+    child = subprocess.Popen([str(nbx), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()  # before the interpreter has started: its first write finds no reader
+    _, errors = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGPIPE and errors == b""
 
 
 def test_nbx_runs_after_installing_the_wheel_into_a_fresh_venv(tmp_path):
