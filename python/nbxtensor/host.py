@@ -28,7 +28,7 @@ attention_operands = _core.attention_operands
 set_build_cache = _core.set_build_cache
 
 
-def build_cache():
+def build_cache() -> Path:
     """Where compiled GPU kernels are cached now, as a ``pathlib.Path`` (not created)."""
     return Path(_core.build_cache())
 
