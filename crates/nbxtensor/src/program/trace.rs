@@ -106,7 +106,7 @@ pub fn trace(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tens
 /// let policy = Policy::parse("params=float32,compute=bfloat16,output=float32")?;
 /// let p = program::trace_with_policy(&policy, &[x], |t| Ok(vec![t[0].linear(&w, None)?.softmax(-1)?]))?;
 /// let launched: Vec<String> = p.steps.iter().map(|s| s.kernel.key()).collect();
-/// assert_eq!(launched, ["cast:f32:bf16", "cast:f32:bf16", "linear:bf16", "cast:bf16:f32", "softmax:fp32:axis=-1"]);
+/// assert_eq!(launched, ["cast:fp32:bf16", "cast:fp32:bf16", "linear:bf16", "cast:bf16:fp32", "softmax:fp32:axis=-1"]);
 /// # Ok::<(), nbxtensor::Error>(())
 /// ```
 pub fn trace_with_policy(
