@@ -3,10 +3,10 @@
 
 use crate::errors::to_py;
 use crate::tensor::Tensor;
+use nbxtensor::backend::Peaks;
 use nbxtensor::program::{
     self, Executable as CoreExecutable, Program as CoreProgram, ProgramError, Replay as CoreReplay,
 };
-use nbxtensor::backend::Peaks;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
