@@ -84,12 +84,16 @@ pub trait Real:
 /// Past this magnitude x² + 1 is x² in float64, and asinh and acosh are ln(2|x|).
 const HUGE: f64 = 268_435_456.0;
 
-/// asinh in float64, without the standard library's overflow past half the largest value.
+/// asinh in float64: `ln_1p(|x| + x²/(1 + √(1 + x²)))` with the sign of x (no cancellation
+/// near 0), `ln 2|x|` past [`HUGE`]. Not the standard library's, which overflows past half the
+/// largest value and calls the C library's hypot (a symbol newer than the wheel's glibc).
 fn asinh_f64(x: f64) -> f64 {
-    if x.abs() > HUGE {
-        (x.abs().ln() + std::f64::consts::LN_2).copysign(x)
+    let a = x.abs();
+    if a > HUGE {
+        (a.ln() + std::f64::consts::LN_2).copysign(x)
     } else {
-        x.asinh()
+        let square = a * a;
+        (a + square / (1.0 + (1.0 + square).sqrt())).ln_1p().copysign(x)
     }
 }
 
