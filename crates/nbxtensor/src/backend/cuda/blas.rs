@@ -7,8 +7,9 @@
 //! operand is read in place through its strides when one of its two matrix dims has unit
 //! stride (a transposed view is a transposed operand), and its batch dims collapse to one
 //! stride (a broadcast operand has stride 0); otherwise the product runs once per batch
-//! matrix. An operand with no unit-stride matrix dim (a view stepping over columns), or a
-//! strided bias, is declared unreadable: the op call copies it to a contiguous tensor first.
+//! matrix. An operand with no unit-stride matrix dim whose other stride spans it (a view stepping
+//! over columns, rows broadcast with stride 0), or a strided bias, is declared unreadable: the op
+//! call copies it to a contiguous tensor first.
 //!
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
 //! kernel's widening buffer.
@@ -140,19 +141,22 @@ struct Stored {
 }
 
 /// How cuBLASLt reads `x`, the row-major `r × c` factor whose column-major transpose
-/// (`c × r`) enters the product; refused without a unit-stride dim.
+/// (`c × r`) enters the product; refused without a unit-stride dim whose other stride spans
+/// it.
 fn stored(op: &str, which: &str, x: &Matrix) -> Result<Stored> {
     let (r, c) = (x.rows, x.cols);
-    if x.col_stride == 1 || c <= 1 {
+    // cuBLASLt's leading dim spans a whole row (or column): rows that overlap (a stride-0
+    // broadcast) are not such a layout, and are copied first
+    if (x.col_stride == 1 || c <= 1) && (r <= 1 || x.row_stride >= c) {
         // row-major with leading dim row_stride: column-major c × r, as is
         return Ok(Stored { transposed: false, rows: c, cols: r, ld: x.row_stride.max(c).max(1) });
     }
-    if x.row_stride == 1 || r <= 1 {
+    if (x.row_stride == 1 || r <= 1) && (c <= 1 || x.col_stride >= r) {
         // column-major r × c with leading dim col_stride: transposed
         return Ok(Stored { transposed: true, rows: r, cols: c, ld: x.col_stride.max(r).max(1) });
     }
     Err(KernelError::Invalid(format!(
-        "{op} on cuda: operand {which} has no unit-stride matrix dim (strides {} and {}); make it contiguous first",
+        "{op} on cuda: operand {which} ({r} × {c}, strides {} and {}) is not a matrix cuBLASLt reads; make it contiguous first",
         x.row_stride, x.col_stride
     )))
 }
@@ -433,7 +437,7 @@ fn workspace(_: &Product, _: &[TensorMeta]) -> Result<u64> {
     Ok(WORKSPACE_BYTES)
 }
 
-/// The first operand cuBLASLt cannot read in place: a factor with no unit-stride matrix dim,
+/// The first operand cuBLASLt cannot read in place: a factor that is not such a matrix ([`stored`]),
 /// or a bias that is not contiguous (the op call copies it first).
 fn unreadable(spec: &Product, inputs: &[&Tensor]) -> Option<usize> {
     let factor = |i: usize, left: bool, transposed: bool| {
