@@ -260,9 +260,14 @@ impl Tensor {
 
     /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted.
     pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        if self.dtype() != DType::Bool {
+            return Err(KernelError::Invalid(format!(
+                "where: the condition is {}, not bool: compare it first (e.g. `x != 0`)",
+                self.dtype()
+            )));
+        }
         let operands = promote("where", &[a.into(), b.into()])?;
-        let cond = cast_to(self, DType::Bool)?;
-        Ok(one(run(Arc::new(Where), &[&cond, &operands[0], &operands[1]])?))
+        Ok(one(run(Arc::new(Where), &[self, &operands[0], &operands[1]])?))
     }
 
     /// The tensor with `value` where the bool `mask` is true (broadcast); the value is fitted
