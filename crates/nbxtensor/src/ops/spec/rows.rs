@@ -276,7 +276,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
             summary,
             inputs: &["x"],
             attrs: AXIS,
-            dtypes: |_| REALS.to_vec(),
+            dtypes: |_| &REALS,
             bind: bind_softmax,
             follows_policy: true,
         });
@@ -287,7 +287,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "(x - mean) / sqrt(var + eps) * weight + bias over the last dim",
         inputs: &["x", "weight", "bias"],
         attrs: LAYER_EPS,
-        dtypes: |_| REALS.to_vec(),
+        dtypes: |_| &REALS,
         bind: bind_norm,
         follows_policy: true,
     });
@@ -297,7 +297,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x / sqrt(mean(x²) + eps) * weight over the last dim",
         inputs: &["x", "weight"],
         attrs: RMS_EPS,
-        dtypes: |_| REALS.to_vec(),
+        dtypes: |_| &REALS,
         bind: bind_norm,
         follows_policy: true,
     });
@@ -307,7 +307,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "the rotary position embedding of x by cos and sin",
         inputs: &["x", "cos", "sin"],
         attrs: INTERLEAVED,
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind: bind_rope,
         follows_policy: true,
     });
