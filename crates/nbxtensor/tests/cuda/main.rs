@@ -5,6 +5,7 @@
 mod attention;
 mod common;
 mod elementwise;
+mod fused_attention;
 mod gather;
 mod program;
 mod quant;
