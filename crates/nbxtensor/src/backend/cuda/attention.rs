@@ -150,22 +150,23 @@ fn cudnn_layout(t: &Tensor) -> Option<Layout> {
 /// The launch through cuDNN, when the probabilities are rounded to the inputs' dtype and every
 /// operand's layout suits it; `Ok(false)` leaves the launch to this file's kernels.
 fn run_fused(spec: &Sdpa, launch: &Launch<'_>) -> Result<bool> {
-    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let rounded = crate::settings::host::attention_operands() == crate::settings::host::AttentionOperands::Input;
-    if !rounded || !fused(spec, &metas)? {
+    if !rounded || !matches!(spec.dtype, DType::Float16 | DType::Bfloat16) {
+        return Ok(false);
+    }
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    if !fused(spec, &metas)? {
         return Ok(false);
     }
     let (q, k, v, out) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2], &launch.outputs[0]);
     let layouts = [q, k, v, out].map(cudnn_layout);
     let mask = launch.inputs.get(3);
-    let mask_layout = mask.map(cudnn_layout);
     let (Some(lq), Some(lk), Some(lv), Some(lo)) = (layouts[0], layouts[1], layouts[2], layouts[3]) else {
         return Ok(false);
     };
-    let mask_layout = match mask_layout {
+    let mask_layout = match mask.map(cudnn_layout) {
         Some(None) => return Ok(false),
-        Some(Some(layout)) => Some(layout),
-        None => None,
+        given => given.flatten(),
     };
     let z = spec.sizes(&metas)?;
     let call = Call {
@@ -177,15 +178,14 @@ fn run_fused(spec: &Sdpa, launch: &Launch<'_>) -> Result<bool> {
         operands: [lq, lk, lv, lo],
         mask: mask_layout,
     };
-    let unavailable = |e: KernelError| {
+    super::cudnn::version().map_err(|e| {
         KernelError::Device(format!(
             "sdpa on {} is cuDNN's fused attention on CUDA, and {e}; install cuDNN 9 \
              (pip install nvidia-cudnn-cu13), or keep attention's probabilities in float32 \
              (nbxtensor.host.set_attention_operands) for this backend's own kernel",
             spec.dtype
         ))
-    };
-    super::cudnn::version().map_err(|e| unavailable(KernelError::Device(e)))?;
+    })?;
     let plan = fused_attention::plan(&call)?;
     let workspace = workspace_of("sdpa", &launch.workspace, plan.workspace)?;
     let at = Addresses {

@@ -352,7 +352,7 @@ pub struct Addresses {
     pub workspace: u64,
 }
 
-/// Runs `plan` on the device's stream.
+/// Runs `plan` on the device's stream (its context made current by `handle`).
 pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
     let handle = handle(device)?;
     let handle = handle.lock().unwrap_or_else(|e| e.into_inner());
@@ -377,7 +377,6 @@ pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &pointers)?
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[at.workspace as *mut c_void])?
         .finalize()?;
-    super::super::launch::device_context(device)?;
     // SAFETY: the plan and pack are finalized; every address is live for the launch (the
     // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
     super::check(unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) }, "cudnnBackendExecute")

@@ -13,7 +13,7 @@ mod descriptor;
 pub use descriptor::Descriptor;
 
 use super::launch::device_context;
-use super::memory::{preload, CudaLibrary};
+use super::memory::{preload, require_symbols, CudaLibrary};
 use crate::kernel::{KernelError, Result};
 use crate::memory::Device;
 use cudarc::cudnn::sys;
@@ -47,12 +47,7 @@ pub fn version() -> std::result::Result<usize, String> {
             preload(CudaLibrary::Cudnn).map_err(|e| format!("cuDNN is not available: {e}"))?;
             // SAFETY: the library is loaded, so culib() finds it by name.
             let lib = unsafe { sys::culib() };
-            for name in SYMBOLS {
-                // SAFETY: looking a symbol up has no side effect.
-                if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
-                    return Err(format!("cuDNN is not usable: its library has no entry point {name}"));
-                }
-            }
+            require_symbols(lib, "cuDNN", SYMBOLS)?;
             // SAFETY: every entry point is present; the call has no preconditions.
             let version = unsafe { sys::cudnnGetVersion() };
             if version < MIN_VERSION {

@@ -97,6 +97,18 @@ pub fn preload(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
     found
 }
 
+/// Checks that a loaded library has every entry point this build calls; the error names the
+/// library (`what`) and the first one missing.
+pub fn require_symbols(lib: &libloading::Library, what: &str, symbols: &[&str]) -> Result<(), String> {
+    for name in symbols {
+        // SAFETY: looking a symbol up has no side effect.
+        if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
+            return Err(format!("{what} is not usable: its library has no entry point {name}"));
+        }
+    }
+    Ok(())
+}
+
 fn locate(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
     for name in library.file_names() {
         // SAFETY: loading a CUDA library runs its initialisers, which have no preconditions.
