@@ -12,6 +12,8 @@ Scalar: TypeAlias = bool | int | float | complex
 ShapeLike: TypeAlias = Sequence[int] | npt.NDArray[np.integer[Any]]
 #: a numpy array of any dtype
 Array: TypeAlias = npt.NDArray[Any]
+#: a dtype argument: a table name or alias, an ``NBXDtype`` member, or a numpy dtype
+DTypeLike: TypeAlias = npt.DTypeLike
 
 
 class SupportsDLPack(Protocol):
@@ -20,4 +22,4 @@ class SupportsDLPack(Protocol):
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
-__all__ = ["Scalar", "ShapeLike", "Array", "SupportsDLPack"]
+__all__ = ["Scalar", "ShapeLike", "Array", "DTypeLike", "SupportsDLPack"]

@@ -13,7 +13,7 @@ from nbxtensor.dtype import convert as _convert
 from nbxtensor.dtype.nbx_dtype import parse_dtype as _parse_dtype
 
 if TYPE_CHECKING:
-    from nbxtensor.dtype.nbx_dtype import NBXDtype
+    from nbxtensor._typing import DTypeLike
 
 Tensor = _core.Tensor
 from_dlpack = _core.from_dlpack
@@ -26,24 +26,28 @@ _FROM_FLOAT32: dict[str, Callable[[Any], _np.ndarray[Any, Any]]] = {
 }
 
 
-def asarray(obj: object, dtype: str | NBXDtype | None = None) -> Tensor:
-    """A tensor from any DLPack producer, numpy array, sequence or scalar.
+def asarray(obj: object, dtype: DTypeLike | None = None, *, device: str | None = None) -> Tensor:
+    """A tensor from any DLPack producer, numpy array, sequence or scalar, on ``device``
+    (default: where the producer's memory is, the host for other objects).
 
     Without ``dtype`` a producer's memory is shared (zero-copy) and other objects go through
-    ``numpy.asarray``. With ``dtype`` (a table name or alias) the values are converted:
-    numpy's dtypes by numpy, bfloat16 and float8 through float32 with the library's
-    conversions (round to nearest even). A tensor is returned as is when its dtype already
-    matches; converting a tensor to another dtype is refused (that is a cast kernel's work).
+    ``numpy.asarray``. With ``dtype`` (a table name or alias, an ``NBXDtype`` or a numpy
+    dtype) the values are converted: a tensor by the ``cast`` op (itself when it already
+    holds that dtype), host values by numpy, bfloat16 and float8 through float32 with the
+    library's conversions (round to nearest even).
     """
+    tensor = _converted(obj, dtype)
+    return tensor if device is None else tensor.to(device)
+
+
+def _converted(obj: object, dtype: DTypeLike | None) -> Tensor:
     if dtype is None:
         if isinstance(obj, Tensor) or hasattr(obj, "__dlpack__"):
             return from_dlpack(obj)
         return from_dlpack(_np.asarray(obj, order="C"))
     name = _parse_dtype(dtype).table_name
     if isinstance(obj, Tensor):
-        if obj.dtype == name:
-            return obj
-        raise ValueError(f"asarray: the tensor holds {obj.dtype}, not {name}; converting a tensor is a cast, not asarray")
+        return obj if obj.dtype == name else obj.astype(name)
     source = _np.from_dlpack(obj) if hasattr(obj, "__dlpack__") else obj
     if name in _FROM_FLOAT32:
         bits = _FROM_FLOAT32[name](_np.asarray(source, dtype=_np.float32, order="C"))

@@ -1,12 +1,14 @@
 //! `nbxtensor.random`: seeded counter-based streams (Philox4x32-10) and their draws, as
-//! numpy arrays. bfloat16 draws come back as their 16-bit patterns (uint16), the host's
-//! bfloat16 convention.
+//! tensors. A draw is computed on the host by the core's streams and copied to the device
+//! asked for, so a seed gives the same bits on every device.
 
+use crate::dtype::dtype_arg;
 use crate::errors::to_py;
 use crate::shape::{dims_of, int_of};
+use crate::tensor::Tensor;
+use nbxtensor::memory::Device;
 use nbxtensor::random::{self, FloatDraw, Generator as CoreGenerator};
-use nbxtensor::DType;
-use numpy::{IntoPyArray, PyArrayDyn, PyArrayMethods};
+use nbxtensor::tensor::{Element, Tensor as CoreTensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
@@ -22,23 +24,30 @@ fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     Ok(dims.into_iter().map(|d| d as usize).collect())
 }
 
-/// `values` (of `product(dims)` elements) as a numpy array of shape `dims`.
-fn array<'py, T: numpy::Element>(py: Python<'py>, values: Vec<T>, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
-    let flat: Bound<'py, PyArrayDyn<T>> = values.into_pyarray(py).to_dyn().clone();
-    Ok(flat.reshape(dims)?.into_any())
+/// A draw's dtype argument: float32 when absent.
+fn float_dtype(dtype: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<nbxtensor::DType> {
+    dtype.filter(|d| !d.is_none()).map_or(Ok(nbxtensor::DType::Float32), |d| dtype_arg(d, what))
 }
 
-fn dtype_of(name: &str) -> PyResult<DType> {
-    DType::from_name(name).map_err(to_py)
+/// The device a draw goes to: `None` for the host, else its text (`"cuda:0"`).
+fn device_of(device: Option<&str>) -> PyResult<Device> {
+    device.map_or(Ok(Device::CPU), |d| Device::parse(d).map_err(to_py))
 }
 
-/// A float draw as a numpy array of shape `dims` (bfloat16 as its uint16 bit patterns).
-fn float_array<'py>(py: Python<'py>, values: FloatDraw, dims: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+/// `values` (of `product(dims)` elements) as a tensor of shape `dims` on `device`.
+fn tensor<T: Element>(values: Vec<T>, dims: &[usize], device: Device) -> PyResult<Tensor> {
+    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    let host = CoreTensor::from_vec(values, &dims).map_err(to_py)?;
+    host.to(device).map(Tensor::wrap).map_err(to_py)
+}
+
+/// A float draw as a tensor of its dtype, of shape `dims`, on `device`.
+fn float_tensor(values: FloatDraw, dims: &[usize], device: Device) -> PyResult<Tensor> {
     match values {
-        FloatDraw::Float32(v) => array(py, v, dims),
-        FloatDraw::Float64(v) => array(py, v, dims),
-        FloatDraw::Float16(v) => array(py, v, dims),
-        FloatDraw::Bfloat16(v) => array(py, v.into_iter().map(|x| x.to_bits()).collect::<Vec<u16>>(), dims),
+        FloatDraw::Float32(v) => tensor(v, dims, device),
+        FloatDraw::Float64(v) => tensor(v, dims, device),
+        FloatDraw::Float16(v) => tensor(v, dims, device),
+        FloatDraw::Bfloat16(v) => tensor(v, dims, device),
     }
 }
 
@@ -87,59 +96,66 @@ impl Generator {
         self.inner.set_offset(offset);
     }
 
-    /// Uniform values in [low, high) of a float dtype (float32, float64, float16, bfloat16).
-    #[pyo3(signature = (shape, low = 0.0, high = 1.0, dtype = "float32"))]
-    fn uniform<'py>(
+    /// Uniform values in [low, high) of a float dtype (float32, float64, float16, bfloat16),
+    /// a tensor on `device` (default the host).
+    #[pyo3(signature = (shape, low = 0.0, high = 1.0, dtype = None, device = None))]
+    fn uniform(
         &mut self,
-        py: Python<'py>,
-        shape: &Bound<'py, PyAny>,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
         low: f64,
         high: f64,
-        dtype: &str,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (dims, dtype) = (shape_of(shape)?, dtype_of(dtype)?);
+        dtype: Option<&Bound<'_, PyAny>>,
+        device: Option<&str>,
+    ) -> PyResult<Tensor> {
+        let (dims, dtype, device) = (shape_of(shape)?, float_dtype(dtype, "uniform")?, device_of(device)?);
         let g = &mut self.inner;
         let values = py.detach(|| g.uniform(dims.iter().product(), low, high, dtype)).map_err(to_py)?;
-        float_array(py, values, &dims)
+        float_tensor(values, &dims, device)
     }
 
-    /// Normal values of a float dtype (float32, float64, float16, bfloat16).
-    #[pyo3(signature = (shape, mean = 0.0, std = 1.0, dtype = "float32"))]
-    fn normal<'py>(
+    /// Normal values of a float dtype (float32, float64, float16, bfloat16), a tensor on
+    /// `device` (default the host).
+    #[pyo3(signature = (shape, mean = 0.0, std = 1.0, dtype = None, device = None))]
+    fn normal(
         &mut self,
-        py: Python<'py>,
-        shape: &Bound<'py, PyAny>,
+        py: Python<'_>,
+        shape: &Bound<'_, PyAny>,
         mean: f64,
         std: f64,
-        dtype: &str,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (dims, dtype) = (shape_of(shape)?, dtype_of(dtype)?);
+        dtype: Option<&Bound<'_, PyAny>>,
+        device: Option<&str>,
+    ) -> PyResult<Tensor> {
+        let (dims, dtype, device) = (shape_of(shape)?, float_dtype(dtype, "normal")?, device_of(device)?);
         let g = &mut self.inner;
         let values = py.detach(|| g.normal(dims.iter().product(), mean, std, dtype)).map_err(to_py)?;
-        float_array(py, values, &dims)
+        float_tensor(values, &dims, device)
     }
 
-    /// int64 values in [low, high).
-    #[pyo3(signature = (low, high, shape))]
-    fn integers<'py>(
+    /// int64 values in [low, high), a tensor on `device` (default the host).
+    #[pyo3(signature = (low, high, shape, device = None))]
+    fn integers(
         &mut self,
-        py: Python<'py>,
+        py: Python<'_>,
         low: i64,
         high: i64,
-        shape: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let dims = shape_of(shape)?;
+        shape: &Bound<'_, PyAny>,
+        device: Option<&str>,
+    ) -> PyResult<Tensor> {
+        let (dims, device) = (shape_of(shape)?, device_of(device)?);
         let n = dims.iter().product();
         let g = &mut self.inner;
-        array(py, py.detach(|| g.integers(n, low, high)).map_err(to_py)?, &dims)
+        tensor(py.detach(|| g.integers(n, low, high)).map_err(to_py)?, &dims, device)
     }
 
-    /// A random permutation of 0..n (int64).
-    fn permutation<'py>(&mut self, py: Python<'py>, n: i64) -> PyResult<Bound<'py, PyAny>> {
+    /// A random permutation of 0..n (int64), a tensor on `device` (default the host).
+    #[pyo3(signature = (n, device = None))]
+    fn permutation(&mut self, py: Python<'_>, n: i64, device: Option<&str>) -> PyResult<Tensor> {
         let n =
             usize::try_from(n).map_err(|_| PyValueError::new_err(format!("permutation: n must be ≥ 0, got {n}")))?;
+        let device = device_of(device)?;
         let g = &mut self.inner;
-        array(py, py.detach(|| g.permutation(n)).map_err(to_py)?, &[n])
+        tensor(py.detach(|| g.permutation(n)).map_err(to_py)?, &[n], device)
     }
 
     fn __repr__(&self) -> String {

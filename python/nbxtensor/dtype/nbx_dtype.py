@@ -22,11 +22,10 @@ NBXDtype.table_name = property(lambda self: _TABLE_NAMES[self.value], doc="The d
 
 
 def parse_dtype(spelling):
-    """The member for a table name or an alias (``"torch.float16"``, ``"half"``); a member is returned as is."""
+    """The member for a table name or an alias (``"torch.float16"``, ``"half"``) or a numpy dtype
+    (``np.float32``, ``np.dtype("int8")``); a member is returned as is."""
     if isinstance(spelling, NBXDtype):
         return spelling
-    if not isinstance(spelling, str):
-        raise ValueError(f"unknown dtype {spelling!r}: a dtype is named by text or an NBXDtype")
     return NBXDtype(_core.parse_value(spelling))
 
 

@@ -4,6 +4,8 @@
 
 import enum
 
+from nbxtensor._typing import DTypeLike
+
 class NBXDtype(enum.Enum):
     float16 = 0
     bfloat16 = 1
@@ -28,7 +30,7 @@ class NBXDtype(enum.Enum):
     @property
     def table_name(self) -> str: ...
 
-def parse_dtype(spelling: str | NBXDtype) -> NBXDtype: ...
-def dtype_size(dtype: str | NBXDtype) -> int: ...
+def parse_dtype(spelling: str | NBXDtype | DTypeLike) -> NBXDtype: ...
+def dtype_size(dtype: str | NBXDtype | DTypeLike) -> int: ...
 
 __all__ = ["NBXDtype", "parse_dtype", "dtype_size"]

@@ -17,7 +17,7 @@ from ._reduce import __all__ as _reduce_names
 
 if TYPE_CHECKING:
     from nbxtensor._core.tensor import Tensor
-    from nbxtensor._typing import Array, Scalar
+    from nbxtensor._typing import Array, DTypeLike, Scalar
 
     Operand = Tensor | Scalar | Array
 
@@ -293,10 +293,11 @@ def bitwise_right_shift(a: Operand, b: Operand) -> Tensor:
     """a >> b (the sign kept)."""
     return _core.binary("bitwise_right_shift", a, b)
 
-def cast(x: Tensor, dtype: str) -> Tensor:
-    """x converted to ``dtype`` (a table name or alias): integers wrap, floats truncate toward
-    zero into integers (saturating, NaN to 0), complex to real is refused."""
-    return _core.call_one("cast", x, {"dtype": str(dtype)})
+def cast(x: Tensor, dtype: DTypeLike) -> Tensor:
+    """x converted to ``dtype`` (a table name or alias, an NBXDtype or a numpy dtype): integers
+    wrap, floats truncate toward zero into integers (saturating, NaN to 0), complex to real is
+    refused."""
+    return _core.call_one("cast", x, {"dtype": dtype})
 
 
 def clip(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:  # noqa: A002 - the Array API's names

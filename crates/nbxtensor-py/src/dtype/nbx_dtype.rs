@@ -16,10 +16,10 @@ fn size_of_value(value: u8) -> PyResult<usize> {
     DType::from_value(value).and_then(DType::itemsize).map_err(to_py)
 }
 
-/// The frozen value of a table name or alias.
+/// The frozen value of a table name or alias, an `NBXDtype` member or a numpy dtype.
 #[pyfunction]
-fn parse_value(spelling: &str) -> PyResult<u8> {
-    DType::parse(spelling).map(DType::value).map_err(to_py)
+fn parse_value(spelling: &Bound<'_, PyAny>) -> PyResult<u8> {
+    super::dtype_arg(spelling, "parse_dtype").map(DType::value)
 }
 
 /// Registers the module's functions.

@@ -9,7 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
-/// An attribute from Python: bool, int, float, a sequence of ints, or a dtype name.
+/// An attribute from Python: bool, int, float, a sequence of ints, or a dtype (a name, an
+/// NBXDtype or a numpy dtype).
 fn attr_value(op: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
     if value.is_instance_of::<PyBool>() {
         return Ok(AttrValue::Bool(value.extract()?));
@@ -26,8 +27,11 @@ fn attr_value(op: &str, name: &str, value: &Bound<'_, PyAny>) -> PyResult<AttrVa
     if value.is_instance_of::<PyString>() {
         return DType::parse(&value.extract::<String>()?).map(AttrValue::DType).map_err(to_py);
     }
-    value.extract::<Vec<i64>>().map(AttrValue::Ints).map_err(|_| {
-        PyValueError::new_err(format!("{op}: attribute '{name}' must be a bool, an int, a float, ints or a dtype name"))
+    if let Ok(ints) = value.extract::<Vec<i64>>() {
+        return Ok(AttrValue::Ints(ints));
+    }
+    crate::dtype::dtype_arg(value, op).map(AttrValue::DType).map_err(|_| {
+        PyValueError::new_err(format!("{op}: attribute '{name}' must be a bool, an int, a float, ints or a dtype"))
     })
 }
 

@@ -9,6 +9,7 @@
 use super::Tensor;
 use crate::errors::to_py;
 use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED};
+use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor as CoreTensor;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
@@ -170,11 +171,14 @@ fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<CoreTensor> {
     ))
 }
 
-/// `nbxtensor.from_dlpack(x, *, copy=None)`: a tensor sharing the memory of any DLPack
-/// producer (or a copy with `copy=True`); a bare capsule is accepted too.
+/// `nbxtensor.from_dlpack(x, *, device=None, copy=None)` (the Array API's): a tensor sharing
+/// the memory of any DLPack producer, or a copy with `copy=True`; on another `device` than the
+/// producer's a copy there (refused with `copy=False`). A bare capsule is accepted too; a
+/// legacy (unversioned) one is imported read-only, as numpy does.
 #[pyfunction]
-#[pyo3(signature = (x, *, copy = None))]
-pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor> {
+#[pyo3(signature = (x, *, device = None, copy = None))]
+pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, device: Option<&str>, copy: Option<bool>) -> PyResult<Tensor> {
+    let target = device.map(Device::parse).transpose().map_err(to_py)?;
     let tensor = if let Ok(tensor) = x.cast::<Tensor>() {
         tensor.get().inner.clone()
     } else if x.hasattr("__dlpack__")? {
@@ -205,8 +209,15 @@ pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> 
     } else {
         consume(x)?
     };
-    match copy {
-        Some(true) => deep_copy(&tensor).map(Tensor::wrap).map_err(to_py),
+    match (target, copy) {
+        (Some(target), Some(false)) if target != tensor.device() => Err(PyBufferError::new_err(format!(
+            "from_dlpack: the producer's memory is on {}, not {target}, and copy=False forbids the copy there",
+            tensor.device()
+        ))),
+        (Some(target), _) if target != tensor.device() => {
+            py.detach(move || tensor.to(target)).map(Tensor::wrap).map_err(to_py)
+        }
+        (_, Some(true)) => deep_copy(&tensor).map(Tensor::wrap).map_err(to_py),
         _ => Ok(Tensor::wrap(tensor)),
     }
 }

@@ -4,7 +4,9 @@
 //! Exchange with numpy and other libraries goes through DLPack (`dlpack.rs`).
 
 pub mod dlpack;
+pub mod habits;
 
+use crate::dtype::dtype_arg;
 use crate::errors::to_py;
 use crate::ops::call::{binary_of, PyOperand};
 use crate::shape::{dims_of, int_of};
@@ -15,7 +17,8 @@ use nbxtensor::tensor::Tensor as CoreTensor;
 use nbxtensor::DType;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyEllipsis, PyInt, PySlice, PyTuple};
+use nbxtensor::ops::spec::reduce::ReduceOp;
+use pyo3::types::{PyBytes, PyComplex, PyEllipsis, PyInt, PySlice, PyTuple, PyType};
 
 /// A tensor: a dtype, a shape, strides in elements, an offset, a device, and storage shared
 /// by its views.
@@ -29,6 +32,15 @@ impl Tensor {
     /// Wraps a core tensor.
     pub fn wrap(inner: CoreTensor) -> Tensor {
         Tensor { inner }
+    }
+
+    /// A fresh contiguous copy made by the `copy` op (so a traced program records it).
+    fn copied(&self, py: Python<'_>) -> PyResult<Tensor> {
+        let inner = self.inner.clone();
+        let call = move || nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner]);
+        let on_gpu = !nbxtensor::backend::of(self.inner.device()).host_addressable();
+        let copied = if on_gpu { call() } else { py.detach(call) }.map_err(to_py)?;
+        Ok(Tensor::wrap(copied.into_iter().next().expect("copy declares one output")))
     }
 }
 
@@ -167,10 +179,12 @@ impl Tensor {
         if self.inner.is_contiguous() {
             return Ok(Tensor::wrap(self.inner.clone()));
         }
-        let inner = self.inner.clone();
-        let copied =
-            py.detach(|| nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner])).map_err(to_py)?;
-        Ok(Tensor::wrap(copied.into_iter().next().expect("copy declares one output")))
+        self.copied(py)
+    }
+
+    /// A contiguous copy, always (numpy's `copy`).
+    fn copy(&self, py: Python<'_>) -> PyResult<Tensor> {
+        self.copied(py)
     }
 
     /// A copy on a device (`"cpu"`, `"cuda"`, `"cuda:1"`); the same tensor on its own device.
@@ -179,7 +193,8 @@ impl Tensor {
         self.inner.to(device).map(Tensor::wrap).map_err(to_py)
     }
 
-    /// Indexing by ints, step-1 slices, `...` and `None`; a strided slice is refused by name.
+    /// Indexing by ints, slices (any step, negative included: a view, as numpy's), `...` and
+    /// `None`.
     fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
             Ok(tuple) => tuple.iter().collect(),
@@ -220,7 +235,7 @@ impl Tensor {
                 tensor = tensor.select(dim, index).map_err(|e| PyIndexError::new_err(e.to_string()))?;
             } else {
                 return Err(PyValueError::new_err(format!(
-                    "a tensor is indexed by ints, step-1 slices, ... and None, not {}",
+                    "a tensor is indexed by ints, slices, ... and None, not {}",
                     item.get_type().name()?
                 )));
             }
@@ -229,9 +244,159 @@ impl Tensor {
     }
 
     /// The same bytes read as another dtype of the same width (bfloat16 as uint16 …), a view.
-    fn view_dtype(&self, dtype: &str) -> PyResult<Tensor> {
-        let dtype = nbxtensor::DType::from_name(dtype).map_err(to_py)?;
+    fn view_dtype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        let dtype = dtype_arg(dtype, "view_dtype")?;
         self.inner.view_dtype(dtype).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The values converted to `dtype` (a name, an NBXDtype or a numpy dtype) by the `cast`
+    /// op; with `copy=False` the tensor itself when it already holds `dtype`.
+    #[pyo3(signature = (dtype, copy = true))]
+    fn astype(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>, copy: bool) -> PyResult<Tensor> {
+        let dtype = dtype_arg(dtype, "astype")?;
+        if dtype == self.inner.dtype() {
+            return if copy { self.copied(py) } else { Ok(Tensor::wrap(self.inner.clone())) };
+        }
+        let inner = self.inner.clone();
+        let on_gpu = !nbxtensor::backend::of(self.inner.device()).host_addressable();
+        let run = move || inner.cast(dtype);
+        if on_gpu { run() } else { py.detach(run) }.map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The number of elements (the Array API's `size`).
+    #[getter]
+    fn size(&self) -> i64 {
+        self.inner.numel()
+    }
+
+    /// The dims in reverse order, a view (numpy's `T`).
+    #[getter(T)]
+    fn reversed_dims(&self) -> PyResult<Tensor> {
+        let order: Vec<i64> = (0..self.inner.ndim() as i64).rev().collect();
+        self.inner.permute(&order).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// The last two dims swapped, a view (the Array API's `mT`: a stack of matrices
+    /// transposed); a tensor of fewer than two dims is refused.
+    #[getter(mT)]
+    fn matrix_transpose(&self) -> PyResult<Tensor> {
+        if self.inner.ndim() < 2 {
+            return Err(PyValueError::new_err(format!(
+                "mT: a tensor of {} dims holds no matrices (two dims or more)",
+                self.inner.ndim()
+            )));
+        }
+        self.inner.transpose(-2, -1).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// A copy on a device (the Array API's name for `to`).
+    fn to_device(&self, device: &str) -> PyResult<Tensor> {
+        self.to(device)
+    }
+
+    /// The values as nested Python lists (a Python number for a 0-d tensor), as numpy's.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        habits::tolist(py, &self.inner)
+    }
+
+    /// The one element as a Python number; a ValueError for any other count, as numpy.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        habits::item(py, &self.inner)
+    }
+
+    /// The truth of the one element; a tensor of another count is ambiguous (a ValueError, as
+    /// numpy and torch), never its length.
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        habits::truth(py, &self.inner)
+    }
+
+    /// The one real element as a Python float.
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        habits::to_float(py, &self.inner)
+    }
+
+    /// The one element as a Python int, truncated toward zero.
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        habits::to_int(py, &self.inner)
+    }
+
+    /// The one element as a Python complex.
+    fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyComplex>> {
+        habits::to_complex(py, &self.inner)
+    }
+
+    /// A 0-d integer tensor as an index (`range(n)[t]`, `operator.index(t)`).
+    fn __index__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        habits::to_index(py, &self.inner)
+    }
+
+    /// The sum over `axis` (None: every axis; an int or a tuple), numpy's keywords.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn sum(&self, py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Tensor> {
+        habits::reduce(py, &self.inner, ReduceOp::Sum, axis, keepdims).map(Tensor::wrap)
+    }
+
+    /// The mean over `axis` (None: every axis; an int or a tuple), numpy's keywords.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn mean(&self, py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Tensor> {
+        habits::reduce(py, &self.inner, ReduceOp::Mean, axis, keepdims).map(Tensor::wrap)
+    }
+
+    /// The maximum over `axis` (None: every axis; an int or a tuple), numpy's keywords.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn max(&self, py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Tensor> {
+        habits::reduce(py, &self.inner, ReduceOp::Max, axis, keepdims).map(Tensor::wrap)
+    }
+
+    /// The minimum over `axis` (None: every axis; an int or a tuple), numpy's keywords.
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn min(&self, py: Python<'_>, axis: Option<&Bound<'_, PyAny>>, keepdims: bool) -> PyResult<Tensor> {
+        habits::reduce(py, &self.inner, ReduceOp::Min, axis, keepdims).map(Tensor::wrap)
+    }
+
+    /// The int64 index of the first maximum along `axis` (None: of the flattened tensor).
+    #[pyo3(signature = (axis = None, keepdims = false))]
+    fn argmax(&self, py: Python<'_>, axis: Option<i64>, keepdims: bool) -> PyResult<Tensor> {
+        habits::argmax(py, &self.inner, axis, keepdims).map(Tensor::wrap)
+    }
+
+    /// numpy defers its operators to a tensor (`np.float32(2) * t` is a tensor, as
+    /// `t * np.float32(2)`), as it does to torch's.
+    #[classattr]
+    fn __array_priority__() -> f64 {
+        1000.0
+    }
+
+    /// A tensor of `dtype` and `shape` holding a copy of `data` (row-major bytes, exactly
+    /// numel × itemsize of them), on `device`; what pickling rebuilds a tensor with.
+    #[classmethod]
+    #[pyo3(signature = (data, dtype, shape, device = "cpu"))]
+    fn from_bytes(
+        _cls: &Bound<'_, PyType>,
+        data: &[u8],
+        dtype: &Bound<'_, PyAny>,
+        shape: &Bound<'_, PyAny>,
+        device: &str,
+    ) -> PyResult<Tensor> {
+        let (dtype, shape, device) = (dtype_arg(dtype, "from_bytes")?, dims_of(shape, "shape")?, Device::parse(device).map_err(to_py)?);
+        let host = CoreTensor::from_bytes(dtype, &shape, data).map_err(to_py)?;
+        host.to(device).map(Tensor::wrap).map_err(to_py)
+    }
+
+    /// Pickling: the values as bytes, with the dtype, the shape and the device
+    /// (`Tensor.from_bytes` rebuilds it; the copy is contiguous and writable).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, &'static str, Bound<'py, PyTuple>, String))> {
+        let py = slf.py();
+        let tensor = &slf.get().inner;
+        let inner = tensor.clone();
+        let bytes = py.detach(move || inner.to_bytes()).map_err(to_py)?;
+        Ok((
+            slf.get_type().getattr("from_bytes")?,
+            (PyBytes::new(py, &bytes), tensor.dtype().name(), PyTuple::new(py, tensor.shape())?, tensor.device().to_string()),
+        ))
     }
 
     /// The tensor as a DLPack capsule (the Python array API protocol): zero-copy unless
@@ -405,6 +570,14 @@ impl Tensor {
         operator(slf.py(), "bitwise_right_shift", other, slf.as_any())
     }
 
+    fn __divmod__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        quotient_and_remainder(slf.py(), slf.as_any(), other)
+    }
+
+    fn __rdivmod__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        quotient_and_remainder(slf.py(), other, slf.as_any())
+    }
+
     fn __matmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         product(slf.py(), slf.as_any(), other)
     }
@@ -460,15 +633,9 @@ impl Tensor {
         py.detach(move || inner.to_string())
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "Tensor(dtype={}, shape={:?}, strides={:?}, offset={}, device={})",
-            self.inner.dtype(),
-            self.inner.shape(),
-            self.inner.strides(),
-            self.inner.offset(),
-            self.inner.device()
-        )
+    /// As `str`: the values (numpy's summary past 1000 elements), the dtype and the device.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.__str__(py)
     }
 }
 
@@ -480,6 +647,17 @@ fn operator(py: Python<'_>, op: &str, left: &Bound<'_, PyAny>, right: &Bound<'_,
         return Ok(py.NotImplemented());
     };
     Ok(binary_of(py, op, &a, &b)?.into_pyobject(py)?.into_any().unbind())
+}
+
+/// `divmod(left, right)`: the floor quotient and the remainder (Python's signs), both by
+/// the core's ops.
+fn quotient_and_remainder(py: Python<'_>, left: &Bound<'_, PyAny>, right: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (Some(a), Some(b)) = (PyOperand::of(left)?, PyOperand::of(right)?) else {
+        return Ok(py.NotImplemented());
+    };
+    let quotient = binary_of(py, "floor_divide", &a, &b)?;
+    let remainder = binary_of(py, "remainder", &a, &b)?;
+    Ok((quotient, remainder).into_pyobject(py)?.into_any().unbind())
 }
 
 /// `left @ right`: the core's matmul of the two (an array operand made a tensor first).

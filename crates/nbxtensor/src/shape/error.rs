@@ -42,6 +42,9 @@ pub enum ShapeError {
     /// A negative size for slice bounds.
     #[error("negative size {0} for slice bounds")]
     NegativeSize(i64),
+    /// A slice step of zero.
+    #[error("slice step cannot be zero")]
+    ZeroStep,
 }
 
 /// Writes dims as a Python tuple: `(3, -2)`, `(4,)`, `()`.

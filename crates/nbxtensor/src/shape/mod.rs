@@ -21,6 +21,6 @@ mod view;
 
 pub use broadcast::{broadcast_shapes, broadcast_strides};
 pub use error::ShapeError;
-pub use slice::slice_bounds;
+pub use slice::{slice_bounds, slice_steps};
 pub use strides::{contiguous_strides, is_contiguous, numel};
 pub use view::{infer_shape, view_strides};

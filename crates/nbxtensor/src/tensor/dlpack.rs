@@ -198,7 +198,7 @@ pub fn export_versioned(tensor: &Tensor, flags: u64) -> Result<*mut DLManagedTen
 pub fn export_legacy(tensor: &Tensor) -> Result<*mut DLManagedTensor> {
     if tensor.is_read_only() {
         return Err(TensorError::ReadOnly(
-            "a read-only tensor cannot be exported as a legacy DLPack capsule (it has no read-only flag); ask for version 1.0 or later".into(),
+            "a read-only tensor cannot be exported as a legacy DLPack capsule (it has no read-only flag, so numpy refuses it too); ask for version 1.0 or later, or for a writable copy with copy=True".into(),
         ));
     }
     let mut context = export_context(tensor);
@@ -261,13 +261,15 @@ pub unsafe fn import_versioned(managed: *mut DLManagedTensorVersioned) -> Result
 }
 
 /// Imports a producer's legacy managed tensor, taking ownership (see [`import_versioned`]).
+/// A legacy tensor cannot say whether its producer allows writes (an immutable jax array is
+/// exported this way), so it is imported read-only, as numpy imports it.
 ///
 /// # Safety
 /// `managed` must be a valid `DLManagedTensor` whose ownership passes to this call.
 pub unsafe fn import_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
     let owner = Imported::Legacy(managed);
     // SAFETY: valid by the caller's contract; the owner keeps it.
-    unsafe { import_view(&(*managed).dl_tensor, false, Box::new(owner)) }
+    unsafe { import_view(&(*managed).dl_tensor, true, Box::new(owner)) }
 }
 
 /// A tensor over a DLTensor's memory, kept alive by `owner`; every field is checked first.
@@ -340,6 +342,9 @@ mod tests {
         let legacy = export_legacy(&t).unwrap();
         let again = unsafe { import_legacy(legacy) }.unwrap();
         assert_eq!(again.to_vec::<i32>().unwrap(), vec![1, 5, 9, 2, 6, 10]);
+        assert!(!back.is_read_only(), "a versioned capsule without the flag is writable");
+        assert!(again.is_read_only(), "a legacy capsule cannot say writes are allowed: read-only");
+        assert_eq!(again.data_ptr(), t.data_ptr(), "still the same memory");
     }
 
     #[test]

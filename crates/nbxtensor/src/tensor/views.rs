@@ -36,17 +36,19 @@ impl Tensor {
         Ok(self.with_layout(shape, self.strides.clone(), offset))
     }
 
-    /// The slice `start:stop` of `dim` with numpy's clamping; a step other than 1 is refused
-    /// by name (slicing has step 1: see the Limits of the README).
+    /// The slice `start:stop:step` of `dim` with numpy's clamping, a view: a step other than 1
+    /// multiplies the dim's stride (a negative step walks the dim backward, as numpy's views).
     pub fn slice(&self, dim: i64, start: Option<i64>, stop: Option<i64>, step: i64) -> Result<Tensor> {
-        if step != 1 {
-            return Err(TensorError::Invalid(format!(
-                "slice: a strided slice (step {step}) is refused: slices have step 1; copy with a kernel instead"
-            )));
-        }
         let axis = self.axis(dim, self.ndim(), "slice")?;
-        let (begin, end) = shape::slice_bounds(start, stop, self.shape[axis])?;
-        self.narrow(axis as i64, begin, end - begin)
+        let (first, count) = shape::slice_steps(start, stop, step, self.shape[axis])?;
+        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        shape[axis] = count;
+        // with two elements or more, |step| < size, so the product stays inside the storage
+        if count > 1 {
+            strides[axis] *= step;
+        }
+        let offset = if count == 0 { self.offset } else { self.offset + first * self.strides[axis] };
+        Ok(self.with_layout(shape, strides, offset))
     }
 
     /// The sub-tensor at `index` of `dim` (the dim is removed); negatives count from the end.
