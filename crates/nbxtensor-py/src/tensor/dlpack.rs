@@ -8,8 +8,8 @@
 
 use super::Tensor;
 use crate::errors::to_py;
-use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED};
 use nbxtensor::memory::Device;
+use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED};
 use nbxtensor::tensor::Tensor as CoreTensor;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;

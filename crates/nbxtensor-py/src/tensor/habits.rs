@@ -87,9 +87,8 @@ fn nested<'py>(py: Python<'py>, flat: &[Value], shape: &[i64]) -> PyResult<Bound
         return flat[0].to_py(py);
     };
     let step = inner.iter().product::<i64>() as usize;
-    let rows = (0..size as usize)
-        .map(|i| nested(py, &flat[i * step..(i + 1) * step], inner))
-        .collect::<PyResult<Vec<_>>>()?;
+    let rows =
+        (0..size as usize).map(|i| nested(py, &flat[i * step..(i + 1) * step], inner)).collect::<PyResult<Vec<_>>>()?;
     Ok(PyList::new(py, rows)?.into_any())
 }
 
@@ -106,13 +105,19 @@ pub fn one(py: Python<'_>, t: &CoreTensor, refuse: impl FnOnce(i64) -> PyErr) ->
 
 /// The TypeError of `float(t)`, `int(t)` and `complex(t)` on a tensor of `n` elements.
 pub fn not_one(what: &str) -> impl FnOnce(i64) -> PyErr + '_ {
-    move |n| PyTypeError::new_err(format!("{what}: only a tensor of one element converts to a Python scalar, not one of {n}"))
+    move |n| {
+        PyTypeError::new_err(format!(
+            "{what}: only a tensor of one element converts to a Python scalar, not one of {n}"
+        ))
+    }
 }
 
 /// `item()`: the one element as a Python number; ValueError for another count (as numpy).
 pub fn item<'py>(py: Python<'py>, t: &CoreTensor) -> PyResult<Bound<'py, PyAny>> {
     one(py, t, |n| {
-        PyValueError::new_err(format!("item(): only a tensor of one element converts to a Python scalar, not one of {n}"))
+        PyValueError::new_err(format!(
+            "item(): only a tensor of one element converts to a Python scalar, not one of {n}"
+        ))
     })?
     .to_py(py)
 }
@@ -141,7 +146,7 @@ pub fn to_float(py: Python<'_>, t: &CoreTensor) -> PyResult<f64> {
         Value::Int(v) => Ok(v as f64),
         Value::Uint(v) => Ok(v as f64),
         Value::Float(v) => Ok(v),
-        Value::Complex(..) => Err(PyTypeError::new_err("float(): a complex tensor has no real value; take .real first")),
+        Value::Complex(..) => Err(PyTypeError::new_err("float(): a complex tensor has no real value: use complex(t)")),
     }
 }
 

@@ -5,20 +5,21 @@
 
 pub mod dlpack;
 pub mod habits;
+pub mod indexing;
 
 use crate::dtype::dtype_arg;
 use crate::errors::to_py;
 use crate::ops::call::{binary_of, PyOperand};
-use crate::shape::{dims_of, int_of};
+use crate::shape::dims_of;
 use nbxtensor::facts::Kind;
 use nbxtensor::memory::Device;
+use nbxtensor::ops::spec::reduce::ReduceOp;
 use nbxtensor::tensor::dlpack as core_dlpack;
 use nbxtensor::tensor::Tensor as CoreTensor;
 use nbxtensor::DType;
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use nbxtensor::ops::spec::reduce::ReduceOp;
-use pyo3::types::{PyBytes, PyComplex, PyEllipsis, PyInt, PySlice, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyComplex, PyInt, PyTuple, PyType};
 
 /// A tensor: a dtype, a shape, strides in elements, an offset, a device, and storage shared
 /// by its views.
@@ -193,54 +194,10 @@ impl Tensor {
         self.inner.to(device).map(Tensor::wrap).map_err(to_py)
     }
 
-    /// Indexing by ints, slices (any step, negative included: a view, as numpy's), `...` and
-    /// `None`.
-    fn __getitem__(&self, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-        let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
-            Ok(tuple) => tuple.iter().collect(),
-            Err(_) => vec![key.clone()],
-        };
-        let consumed = items.iter().filter(|i| !i.is_none() && !i.is_instance_of::<PyEllipsis>()).count();
-        if consumed > self.inner.ndim() {
-            return Err(PyIndexError::new_err(format!(
-                "too many indices: {consumed} for a tensor of {} dims",
-                self.inner.ndim()
-            )));
-        }
-        if items.iter().filter(|i| i.is_instance_of::<PyEllipsis>()).count() > 1 {
-            return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
-        }
-        let mut tensor = self.inner.clone();
-        let mut dim = 0i64;
-        for item in &items {
-            if item.is_none() {
-                tensor = tensor.unsqueeze(dim).map_err(to_py)?;
-                dim += 1;
-            } else if item.is_instance_of::<PyEllipsis>() {
-                dim += (self.inner.ndim() - consumed) as i64;
-            } else if let Ok(slice) = item.cast::<PySlice>() {
-                let bound = |name: &str| -> PyResult<Option<i64>> {
-                    let value = slice.getattr(name)?;
-                    if value.is_none() {
-                        Ok(None)
-                    } else {
-                        int_of(&value, &|| format!("slice {name}")).map(Some)
-                    }
-                };
-                let step = bound("step")?.unwrap_or(1);
-                tensor = tensor.slice(dim, bound("start")?, bound("stop")?, step).map_err(to_py)?;
-                dim += 1;
-            } else if item.is_instance_of::<PyInt>() {
-                let index = int_of(item, &|| "index".to_string())?;
-                tensor = tensor.select(dim, index).map_err(|e| PyIndexError::new_err(e.to_string()))?;
-            } else {
-                return Err(PyValueError::new_err(format!(
-                    "a tensor is indexed by ints, slices, ... and None, not {}",
-                    item.get_type().name()?
-                )));
-            }
-        }
-        Ok(Tensor::wrap(tensor))
+    /// numpy's indexing: ints, slices of any step (views), `...`, `None`, and one integer array
+    /// (negatives from the end) or one bool mask, gathered by the core's kernels.
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        indexing::index(py, &self.inner, key).map(Tensor::wrap)
     }
 
     /// The same bytes read as another dtype of the same width (bfloat16 as uint16 …), a view.
@@ -378,7 +335,8 @@ impl Tensor {
         shape: &Bound<'_, PyAny>,
         device: &str,
     ) -> PyResult<Tensor> {
-        let (dtype, shape, device) = (dtype_arg(dtype, "from_bytes")?, dims_of(shape, "shape")?, Device::parse(device).map_err(to_py)?);
+        let (dtype, shape, device) =
+            (dtype_arg(dtype, "from_bytes")?, dims_of(shape, "shape")?, Device::parse(device).map_err(to_py)?);
         let host = CoreTensor::from_bytes(dtype, &shape, data).map_err(to_py)?;
         host.to(device).map(Tensor::wrap).map_err(to_py)
     }
@@ -395,7 +353,12 @@ impl Tensor {
         let bytes = py.detach(move || inner.to_bytes()).map_err(to_py)?;
         Ok((
             slf.get_type().getattr("from_bytes")?,
-            (PyBytes::new(py, &bytes), tensor.dtype().name(), PyTuple::new(py, tensor.shape())?, tensor.device().to_string()),
+            (
+                PyBytes::new(py, &bytes),
+                tensor.dtype().name(),
+                PyTuple::new(py, tensor.shape())?,
+                tensor.device().to_string(),
+            ),
         ))
     }
 

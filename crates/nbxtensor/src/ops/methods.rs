@@ -19,7 +19,7 @@
 use super::operand::{cast_to, promote, Operand, Scalar};
 use super::spec::attention::Sdpa;
 use super::spec::binary::{Binary, BinaryOp};
-use super::spec::cast::Cast;
+use super::spec::cast::{Cast, Copy};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::matmul::Product;
 use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
@@ -403,6 +403,68 @@ impl Tensor {
         Ok(one(run(IndexSelect { dtype: self.dtype(), axis }, &[self, indices])?))
     }
 
+    /// The entries at integer `indices` of any shape along `axis`, negatives counting from
+    /// the end: `[*before, *indices.shape, *after]` (numpy's `take`; an integer-array index).
+    /// The indices are made int32/int64 by the `cast` op and wrapped by `lt`/`add`/`where`,
+    /// then gathered by `index_select`, which refuses one out of range by its position.
+    pub fn take(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
+        let axis = resolve_axis("take", axis, self.ndim())?;
+        let index_dtype = match indices.dtype() {
+            DType::Int32 | DType::Int64 => indices.dtype(),
+            DType::Int8 | DType::Int16 | DType::Uint8 | DType::Uint16 | DType::Uint32 => DType::Int64,
+            other => {
+                return Err(KernelError::Invalid(format!("take: indices must be integers that fit int64, got {other}")))
+            }
+        };
+        let mut flat = indices.to(self.device())?;
+        if flat.dtype() != index_dtype {
+            flat = flat.cast(index_dtype)?;
+        }
+        let flat = match flat.reshape(&[-1]) {
+            Ok(view) => view,
+            Err(_) => one(run(Copy { dtype: index_dtype }, &[&flat])?).reshape(&[-1])?,
+        };
+        let size = self.shape()[axis];
+        let wrapped = flat.lt(0)?.if_else(&flat.add(size)?, &flat)?;
+        let picked = self.index_select(&wrapped, axis as i64)?;
+        let mut shape = self.shape()[..axis].to_vec();
+        shape.extend_from_slice(indices.shape());
+        shape.extend_from_slice(&self.shape()[axis + 1..]);
+        Ok(picked.reshape(&shape)?)
+    }
+
+    /// The entries where the bool `mask` is true; the mask covers dims `axis..axis +
+    /// mask.ndim` (of the same extents), which become one dim of the true count, in row-major
+    /// order (numpy's boolean-mask index). That count decides the output's shape, so the mask
+    /// is read on the host first (on a GPU a wait for the work queued, as torch's); the
+    /// entries are then gathered by `index_select`.
+    pub fn select_mask(&self, mask: &Tensor, axis: i64) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(KernelError::Invalid(format!("mask index: the mask is {}, not bool", mask.dtype())));
+        }
+        let axis = resolve_axis("mask index", axis, self.ndim() + 1)?;
+        let covered = self.shape().get(axis..axis + mask.ndim());
+        if covered != Some(mask.shape()) {
+            return Err(KernelError::Invalid(format!(
+                "mask index: a mask of shape {:?} does not match dims {axis}.. of a tensor of shape {:?}",
+                mask.shape(),
+                self.shape()
+            )));
+        }
+        let positions: Vec<i64> =
+            mask.to_bytes()?.iter().enumerate().filter(|(_, &b)| b != 0).map(|(i, _)| i as i64).collect();
+        let count = positions.len() as i64;
+        let mut flat_shape = self.shape()[..axis].to_vec();
+        flat_shape.push(mask.numel());
+        flat_shape.extend_from_slice(&self.shape()[axis + mask.ndim()..]);
+        let flat = match self.reshape(&flat_shape) {
+            Ok(view) => view,
+            Err(_) => one(run(Copy { dtype: self.dtype() }, &[self])?).reshape(&flat_shape)?,
+        };
+        let indices = Tensor::from_vec(positions, &[count])?.to(self.device())?;
+        flat.index_select(&indices, axis as i64)
+    }
+
     /// `tensors` joined along `axis`, promoted to one dtype.
     pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
         let operands: Vec<Operand<'_>> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
@@ -413,9 +475,43 @@ impl Tensor {
     }
 }
 
+/// `axis` (negatives from the end) as an index below `places`; refused naming `op`.
+fn resolve_axis(op: &str, axis: i64, places: usize) -> Result<usize> {
+    let resolved = if axis < 0 { axis + places as i64 } else { axis };
+    if resolved < 0 || resolved >= places as i64 {
+        return Err(KernelError::Invalid(format!("{op}: axis {axis} is out of range for {places} places")));
+    }
+    Ok(resolved as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{DType, Tensor};
+
+    #[test]
+    fn take_and_select_mask_index_as_numpy() {
+        let x = Tensor::from_vec((0..12).map(|v| v as i32).collect(), &[3, 4]).unwrap();
+        let idx = Tensor::from_vec(vec![-1i64, 0, 2, 2], &[2, 2]).unwrap();
+        let taken = x.take(&idx, 1).unwrap();
+        assert_eq!(taken.shape(), &[3, 2, 2]);
+        assert_eq!(taken.to_vec::<i32>().unwrap(), vec![3, 0, 2, 2, 7, 4, 6, 6, 11, 8, 10, 10]);
+        let rows = x.take(&Tensor::from_vec(vec![2u8, 0], &[2]).unwrap(), 0).unwrap();
+        assert_eq!(rows.to_vec::<i32>().unwrap(), vec![8, 9, 10, 11, 0, 1, 2, 3]);
+        assert!(x.take(&Tensor::from_vec(vec![3i64], &[1]).unwrap(), 0).is_err(), "out of range");
+        assert!(x.take(&Tensor::from_vec(vec![-4i64], &[1]).unwrap(), 0).is_err(), "out of range from the end");
+        // a mask over dim 0 (a strided view): the rows whose first entry is above 3
+        let mask = x.select(1, 0).unwrap().gt(3).unwrap();
+        let picked = x.select_mask(&mask, 0).unwrap();
+        assert_eq!(picked.shape(), &[2, 4]);
+        assert_eq!(picked.to_vec::<i32>().unwrap(), (4..12).collect::<Vec<i32>>());
+        let all = x.select_mask(&x.ge(10).unwrap(), 0).unwrap();
+        assert_eq!(all.to_vec::<i32>().unwrap(), vec![10, 11]);
+        // a transposed tensor is flattened by a copy first
+        let t = x.transpose(0, 1).unwrap();
+        let odd = t.select_mask(&t.remainder(2).unwrap().eq(1).unwrap(), 0).unwrap();
+        assert_eq!(odd.to_vec::<i32>().unwrap(), vec![1, 5, 9, 3, 7, 11]);
+        assert!(x.select_mask(&x.gt(1).unwrap().select(0, 0).unwrap(), 0).is_err(), "shape mismatch");
+    }
 
     #[test]
     fn promotion_is_the_array_apis_with_weak_scalars() {

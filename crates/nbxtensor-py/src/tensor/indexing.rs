@@ -1,0 +1,172 @@
+//! `t[key]` as numpy reads a key: ints, slices of any step, `...`, `None`, and one integer
+//! array or bool mask (a tensor, a numpy array or a list). Basic items make views; an array
+//! item is applied last, at the dim it stood for, by the core's `take` (integer arrays) or
+//! `select_mask` (bool masks), which are kernel launches.
+
+use crate::errors::to_py;
+use crate::shape::int_of;
+use crate::tensor::Tensor;
+use nbxtensor::facts::Kind;
+use nbxtensor::tensor::Tensor as CoreTensor;
+use nbxtensor::DType;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyEllipsis, PyInt, PyList, PySlice, PyTuple};
+
+/// One item of an index key.
+pub enum Item {
+    /// `None`: a new dim of extent 1.
+    NewAxis,
+    /// `...`: as many full slices as the other items leave.
+    Ellipsis,
+    /// `start:stop:step`.
+    Slice(Option<i64>, Option<i64>, i64),
+    /// An integer: the dim is removed.
+    Int(i64),
+    /// An integer array or a bool mask.
+    Array(CoreTensor),
+}
+
+impl Item {
+    /// The dims of the tensor this item consumes.
+    fn consumes(&self) -> usize {
+        match self {
+            Item::NewAxis | Item::Ellipsis => 0,
+            Item::Slice(..) | Item::Int(_) => 1,
+            Item::Array(a) if a.dtype() == DType::Bool => a.ndim(),
+            Item::Array(_) => 1,
+        }
+    }
+}
+
+fn refused(item: &Bound<'_, PyAny>) -> PyErr {
+    let name = item.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    PyValueError::new_err(format!(
+        "a tensor is indexed by ints, slices, ..., None, an integer array or a bool mask, not {name}"
+    ))
+}
+
+/// Reads one item of a key.
+fn item_of(item: &Bound<'_, PyAny>) -> PyResult<Item> {
+    if item.is_none() {
+        return Ok(Item::NewAxis);
+    }
+    if item.is_instance_of::<PyEllipsis>() {
+        return Ok(Item::Ellipsis);
+    }
+    if let Ok(slice) = item.cast::<PySlice>() {
+        let bound = |name: &str| -> PyResult<Option<i64>> {
+            let value = slice.getattr(name)?;
+            if value.is_none() {
+                Ok(None)
+            } else {
+                int_of(&value.call_method0("__index__")?, &|| format!("slice {name}")).map(Some)
+            }
+        };
+        return Ok(Item::Slice(bound("start")?, bound("stop")?, bound("step")?.unwrap_or(1)));
+    }
+    if item.is_instance_of::<PyBool>() {
+        return Err(PyIndexError::new_err("a Python bool is not an index: use a bool tensor as a mask"));
+    }
+    if item.is_instance_of::<PyInt>() {
+        return int_of(item, &|| "index".to_string()).map(Item::Int);
+    }
+    let array = if let Ok(t) = item.cast::<Tensor>() {
+        t.get().inner.clone()
+    } else {
+        let numpy = item.py().import("numpy")?;
+        let arraylike = item.is_instance(&numpy.getattr("ndarray")?)?
+            || item.is_instance(&numpy.getattr("generic")?)?
+            || item.is_instance_of::<PyList>()
+            || item.is_instance_of::<PyTuple>();
+        if !arraylike {
+            return Err(refused(item));
+        }
+        let made = item.py().import("nbxtensor.tensor")?.call_method1("asarray", (item,))?;
+        made.cast::<Tensor>()?.get().inner.clone()
+    };
+    match array.dtype().kind() {
+        Kind::Int | Kind::Uint if array.ndim() == 0 => {
+            let values = crate::tensor::habits::values(&array).map_err(to_py)?;
+            match values.first() {
+                Some(crate::tensor::habits::Value::Int(v)) => Ok(Item::Int(*v)),
+                Some(crate::tensor::habits::Value::Uint(v)) => i64::try_from(*v)
+                    .map(Item::Int)
+                    .map_err(|_| PyIndexError::new_err(format!("index {v} does not fit 64 bits"))),
+                _ => Err(refused(item)),
+            }
+        }
+        Kind::Int | Kind::Uint | Kind::Bool => Ok(Item::Array(array)),
+        _ => Err(PyIndexError::new_err(format!("an array index must hold integers or bools, not {}", array.dtype()))),
+    }
+}
+
+/// The items of a key: a tuple's entries, or the key itself.
+pub fn items_of(key: &Bound<'_, PyAny>) -> PyResult<Vec<Item>> {
+    match key.cast::<PyTuple>() {
+        Ok(tuple) => tuple.iter().map(|i| item_of(&i)).collect(),
+        Err(_) => Ok(vec![item_of(key)?]),
+    }
+}
+
+/// `tensor[key]`: basic items as views, then the one array item (if any) at its dim.
+pub fn index(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>) -> PyResult<CoreTensor> {
+    let items = items_of(key)?;
+    let consumed: usize = items.iter().map(Item::consumes).sum();
+    if consumed > tensor.ndim() {
+        return Err(PyIndexError::new_err(format!(
+            "too many indices: {consumed} for a tensor of {} dims",
+            tensor.ndim()
+        )));
+    }
+    if items.iter().filter(|i| matches!(i, Item::Ellipsis)).count() > 1 {
+        return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
+    }
+    if items.iter().filter(|i| matches!(i, Item::Array(_))).count() > 1 {
+        return Err(PyIndexError::new_err(
+            "indexing by more than one array at once is not supported: index one axis at a time",
+        ));
+    }
+    let mut view = tensor.clone();
+    let mut dim = 0i64;
+    let mut array: Option<(i64, &CoreTensor)> = None;
+    for item in &items {
+        match item {
+            Item::NewAxis => {
+                view = view.unsqueeze(dim).map_err(to_py)?;
+                dim += 1;
+            }
+            Item::Ellipsis => dim += (tensor.ndim() - consumed) as i64,
+            Item::Slice(start, stop, step) => {
+                view = view.slice(dim, *start, *stop, *step).map_err(to_py)?;
+                dim += 1;
+            }
+            Item::Int(index) => {
+                view = view.select(dim, *index).map_err(|e| PyIndexError::new_err(e.to_string()))?;
+            }
+            Item::Array(a) => {
+                array = Some((dim, a));
+                dim += item.consumes() as i64;
+            }
+        }
+    }
+    let Some((at, a)) = array else {
+        return Ok(view);
+    };
+    let a = a.clone();
+    let added = if a.dtype() == DType::Bool { 1 } else { a.ndim() };
+    let run = move || if a.dtype() == DType::Bool { view.select_mask(&a, at) } else { view.take(&a, at) };
+    let on_gpu = !nbxtensor::backend::of(tensor.device()).host_addressable();
+    let picked = if on_gpu { run() } else { py.detach(run) }.map_err(|e| PyIndexError::new_err(e.to_string()))?;
+    // numpy's rule: ints count as array indices beside an array; when a slice, `...` or None
+    // stands between them, the array's dims go first
+    let advanced: Vec<usize> =
+        items.iter().enumerate().filter(|(_, i)| matches!(i, Item::Int(_) | Item::Array(_))).map(|(p, _)| p).collect();
+    let adjacent = advanced.last().zip(advanced.first()).is_none_or(|(last, first)| last - first + 1 == advanced.len());
+    if adjacent || at == 0 {
+        return Ok(picked);
+    }
+    let at = at as usize;
+    let order: Vec<i64> = (at..at + added).chain(0..at).chain(at + added..picked.ndim()).map(|d| d as i64).collect();
+    picked.permute(&order).map_err(to_py)
+}
