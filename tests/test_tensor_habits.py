@@ -32,6 +32,10 @@ def test_repr_and_str_show_the_values_as_numpy_and_summarize_large_tensors():
     assert "..." in text and text.count("\n") == 6, text  # three rows, the cut, three rows
     assert text.startswith("Tensor([[   0,    1,    2, ...,   97,   98,   99],")
     assert repr(nbx.asarray(np.float32(2.5))) == "Tensor(2.5, dtype=float32)"
+    # each float in the shortest decimal of its own dtype, as numpy prints it
+    for a in [np.array([0.1, 1 / 3], np.float32), np.array([0.1, 2.5], np.float16)]:
+        assert repr(nbx.asarray(a)) == "Tensor" + repr(a)[len("array") :]
+    assert repr(nbx.asarray([0.1, 2.5], dtype="bfloat16")) == "Tensor([0.1, 2.5], dtype=bfloat16)"
 
 
 def test_tolist_is_numpys():

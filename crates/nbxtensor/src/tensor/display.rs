@@ -6,6 +6,9 @@
 //! use nbxtensor::Tensor;
 //! let t = Tensor::from_vec(vec![1.5f32, -2.0, 3.25, 4.0], &[2, 2])?;
 //! assert_eq!(t.to_string(), "Tensor([[ 1.5 , -2.  ],\n        [ 3.25,  4.  ]], dtype=float32)");
+//! // each float in the shortest decimal of its own dtype, as numpy prints it
+//! let tenth = Tensor::from_vec(vec![0.1f32, 1.0 / 3.0], &[2])?;
+//! assert_eq!(tenth.to_string(), "Tensor([0.1       , 0.33333334], dtype=float32)");
 //! let big = Tensor::from_vec((0..2000).map(|v| v as i32).collect(), &[2000])?;
 //! assert_eq!(big.to_string(), "Tensor([   0,    1,    2, ..., 1997, 1998, 1999], dtype=int32)");
 //! # Ok::<(), nbxtensor::Error>(())
@@ -22,9 +25,26 @@ pub const SUMMARY_ELEMENTS: i64 = 1000;
 /// Entries kept at each end of a summarized dim.
 pub const EDGE_ITEMS: i64 = 3;
 
+/// The shortest decimal that reads back as the same value of `dtype` (as numpy prints a
+/// float32 `0.1` as `0.1`, not as the float64 it widens to, `0.10000000149011612`).
+fn shortest(v: f64, dtype: DType) -> f64 {
+    let same = |c: f64| match dtype {
+        DType::Float32 | DType::Complex64 => c as f32 == v as f32,
+        DType::Float16 => half::f16::from_f64(c) == half::f16::from_f64(v),
+        DType::Bfloat16 => half::bf16::from_f64(c) == half::bf16::from_f64(v),
+        _ => c == v,
+    };
+    if !v.is_finite() {
+        return v;
+    }
+    (0..17).filter_map(|digits| format!("{v:.digits$e}").parse::<f64>().ok()).find(|&c| same(c)).unwrap_or(v)
+}
+
 /// One element as text, before padding.
 fn texts(t: &Tensor) -> crate::Result<Vec<String>> {
+    let dtype = t.dtype();
     let float = |v: f64| -> String {
+        let v = shortest(v, dtype);
         if v.is_nan() {
             "nan".into()
         } else if v.is_infinite() {
