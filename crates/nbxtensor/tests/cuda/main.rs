@@ -4,6 +4,7 @@
 
 mod attention;
 mod common;
+mod decode;
 mod elementwise;
 mod gather;
 mod program;
