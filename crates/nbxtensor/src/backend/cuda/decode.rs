@@ -31,8 +31,9 @@ const THREADS: u32 = 128;
 const COMBINE_THREADS: u32 = 256;
 /// The fewest keys one split takes.
 pub const MIN_CHUNK: i64 = 64;
-/// The blocks a launch aims at (the splits fill the device at every batch and head count).
-pub const TARGET_BLOCKS: i64 = 1024;
+/// The blocks a launch aims at (the splits fill the device at every batch and head count; 512
+/// measured faster than 1024 at 8K to 128K keys on an H200, docs/BENCHMARKS.md).
+pub const TARGET_BLOCKS: i64 = 512;
 /// The widest head dim the kernels hold (32 threads of 8 columns).
 const MAX_WIDTH: i64 = 256;
 /// The most grid blocks in the y and z dims.
@@ -104,7 +105,6 @@ struct Sizes {
     chunk: i32,
     len_stride: i32,
     len64: i32,
-    vec: i32,
 }
 
 /// Element strides of q and the caches (the source's `DecodeStrides`).
@@ -162,14 +162,14 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
         chunk: int(op, cut.chunk)?,
         len_stride,
         len64,
-        vec: i32::from(vec),
     };
     let qs = q.strides();
     let strides = Strides { q: [qs[0], qs[1], qs[2], qs[3]], k: [ks[0], ks[1], ks[2]], v: [vs[0], vs[1], vs[2]] };
     let scale = spec.scale_for(z.d) * std::f32::consts::LOG2_E;
     let (dt, device) = (spec.dtype.launch_key(), out.device());
-    let split =
-        function(device, &SOURCE, format_args!("decode_split_{dt}_{}_{}", cut.threads_per_key, cut.rows_per_block))?;
+    // the element-by-element kernel only where the rows are not 16-byte aligned
+    let (tpk, rb, scalar) = (cut.threads_per_key, cut.rows_per_block, if vec { "" } else { "_scalar" });
+    let split = function(device, &SOURCE, format_args!("decode_split_{dt}_{tpk}_{rb}{scalar}"))?;
     let mut args = Args::new();
     args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
     args.value(&sizes).f32(scale).ptr(partials);
@@ -259,9 +259,8 @@ mod tests {
 
     #[test]
     fn the_splits_fill_the_device_and_cover_the_cache() {
-        // one query of 32 heads over 8 cache heads: 4 rows a block, 128 splits at most
-        for (t, splits, chunk) in
-            [(1024, 16, 64), (8192, 128, 64), (32768, 128, 256), (131072, 128, 1024), (100, 2, 64)]
+        // one query of 32 heads over 8 cache heads: 4 rows a block, 64 splits at most
+        for (t, splits, chunk) in [(1024, 16, 64), (8192, 64, 128), (32768, 64, 512), (131072, 64, 2048), (100, 2, 64)]
         {
             let cut = plan(&shape(1, 32, 8, 1, t, 128)).unwrap();
             assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups), (16, 4, 1));
@@ -282,6 +281,6 @@ mod tests {
         let m = |s: &[i64]| TensorMeta::new(f, s);
         let inputs =
             [m(&[1, 32, 1, 128]), m(&[1, 8, 8192, 128]), m(&[1, 8, 8192, 128]), TensorMeta::new(DType::Int32, &[])];
-        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 128 * 130);
+        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 64 * 130);
     }
 }

@@ -1,14 +1,17 @@
 // Decoding over a KV cache (ops/spec/decode.rs's semantics, backend/cpu/decode.rs on the
 // host), on float32, float16 and bfloat16, computed in float32.
 //
-// decode_split_<dt>_<TPK>_<RB>(q, DecodeStrides st, k, v, length, DecodeSizes z, float scale, float* partials)
+// decode_split_<dt>_<TPK>_<RB>[_scalar](q, DecodeStrides st, k, v, length, DecodeSizes z, float scale, float* partials)
 //   flash-decoding: a block per (split of z.chunk keys, cache head × row group, batch) reads
 //   its keys and values once for up to RB query rows of the head's group (grouped-query heads
 //   share the read). TPK threads take one key row, 8 columns each (a 16-byte load of a half
-//   format); the block takes 128 / TPK rows per step, 2 steps at a time. Each group of TPK
-//   threads keeps an online softmax of its own keys (scores in the log2 domain: `scale` holds
-//   log2 e); the groups combine in a fixed order (shuffles, then shared memory) into the
-//   split's partial (max, sum, acc[dv]) of each row ([b, hq, sq, splits, 2 + dv] float32).
+//   format); the block takes 128 / TPK rows per step, 2 steps at a time. The _scalar kernels
+//   read element by element, for rows that are not 16-byte aligned: the host chooses, so
+//   neither loop carries the other's path. The 4-row kernels of up to 16 threads a row are
+//   held to 128 registers (4 blocks a multiprocessor). Each group of TPK threads keeps an
+//   online softmax of its own keys (scores in the log2 domain: `scale` holds log2 e); the
+//   groups combine in a fixed order (shuffles, then shared memory) into the split's partial
+//   (max, sum, acc[dv]) of each row ([b, hq, sq, splits, 2 + dv] float32).
 //   The valid length is read from `length` (int32 or int64, one value or one per batch row)
 //   and clamped to 0 ..= T; a split past it writes an empty partial (max -inf).
 // decode_combine_<dt>(partials, DecodeSizes z, T* out)
@@ -34,7 +37,6 @@ struct DecodeSizes {
     int splits, chunk;
     int len_stride;  // elements between the batch rows' lengths (0: one length for every row)
     int len64;       // the length is int64
-    int vec;         // 16-byte rows: d and dv multiples of 8, the caches' rows 16-byte aligned
 };
 
 struct DecodeStrides {
@@ -79,11 +81,17 @@ struct DecodeVec<F16> {
     }
 };
 
-// Columns c0 .. c0 + 8 of a row of n (zeros past n).
-template <typename S>
-__device__ __forceinline__ void decode_load(const typename S::T* row, int c0, int n, bool vec, float* o) {
-    if (vec && c0 < n) {
-        DecodeVec<S>::load(row + c0, o);
+// Columns c0 .. c0 + 8 of a row of n (zeros past n): one 16-byte access (two for float32)
+// when VEC (16-byte rows, n a multiple of 8), else element by element.
+template <typename S, bool VEC>
+__device__ __forceinline__ void decode_load(const typename S::T* row, int c0, int n, float* o) {
+    if (VEC) {
+        if (c0 < n) {
+            DecodeVec<S>::load(row + c0, o);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) o[e] = 0.0f;
+        }
         return;
     }
 #pragma unroll
@@ -96,7 +104,7 @@ __device__ __forceinline__ int decode_length(const void* length, const DecodeSiz
     return l < 0 ? 0 : (l > z.t ? z.t : (int)l);
 }
 
-template <typename S, int TPK, int RB>
+template <typename S, int TPK, int RB, bool VEC>
 __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q, const DecodeStrides& st,
                                              const typename S::T* __restrict__ k,
                                              const typename S::T* __restrict__ v, const void* length,
@@ -112,7 +120,6 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
     const int sub = tid % TPK, slot = tid / TPK, c0 = sub * 8;
     const int len = decode_length(length, z, batch);
     const int heads_per_kv = z.hq / z.hk;
-    const bool vec = z.vec != 0;
 
     int vis[RB];
     float qv[RB][8];
@@ -138,8 +145,10 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
     }
     const int begin = split * z.chunk;
     const int end = min(begin + z.chunk, most);
-    const typename S::T* kb = k + batch * st.k[0] + kh * st.k[1];
-    const typename S::T* vb = v + batch * st.v[0] + kh * st.v[1];
+    // this thread's rows: kp and vp step SLOTS rows per key of a step
+    const i64 kstep = SLOTS * st.k[2], vstep = SLOTS * st.v[2];
+    const typename S::T* kp = k + batch * st.k[0] + kh * st.k[1] + (begin + slot) * st.k[2];
+    const typename S::T* vp = v + batch * st.v[0] + kh * st.v[1] + (begin + slot) * st.v[2];
 
     float m[RB], l[RB], acc[RB][8];
 #pragma unroll
@@ -156,13 +165,15 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
         for (int u = 0; u < NBX_DEC_STEPS; ++u) {
             int j = base + u * SLOTS + slot;
             if (j < end) {
-                decode_load<S>(kb + j * st.k[2], c0, z.d, vec, kf[u]);
-                decode_load<S>(vb + j * st.v[2], c0, z.dv, vec, vf[u]);
+                decode_load<S, VEC>(kp + u * kstep, c0, z.d, kf[u]);
+                decode_load<S, VEC>(vp + u * vstep, c0, z.dv, vf[u]);
             } else {
 #pragma unroll
                 for (int e = 0; e < 8; ++e) kf[u][e] = vf[u][e] = 0.0f;
             }
         }
+        kp += NBX_DEC_STEPS * kstep;
+        vp += NBX_DEC_STEPS * vstep;
         float s[NBX_DEC_STEPS][RB];
 #pragma unroll
         for (int u = 0; u < NBX_DEC_STEPS; ++u)
@@ -332,27 +343,33 @@ __device__ __forceinline__ void kv_cache_write(typename S::T* __restrict__ cache
     }
 }
 
-#define NBX_DECODE_SPLIT(dt, S, TPK, RB)                                                                        \
-    extern "C" __global__ void __launch_bounds__(NBX_DEC_THREADS)                                               \
-        decode_split_##dt##_##TPK##_##RB(const S::T* q, DecodeStrides st, const S::T* k, const S::T* v,        \
-                                         const void* length, DecodeSizes z, float scale, float* partials) {     \
-        decode_split<S, TPK, RB>(q, st, k, v, length, z, scale, partials);                                      \
+#define NBX_DECODE_SPLIT(dt, S, TPK, RB, MB)                                                                        \
+    extern "C" __global__ void __launch_bounds__(NBX_DEC_THREADS, MB)                                               \
+        decode_split_##dt##_##TPK##_##RB(const S::T* q, DecodeStrides st, const S::T* k, const S::T* v,             \
+                                         const void* length, DecodeSizes z, float scale, float* partials) {         \
+        decode_split<S, TPK, RB, true>(q, st, k, v, length, z, scale, partials);                                    \
+    }                                                                                                               \
+    extern "C" __global__ void __launch_bounds__(NBX_DEC_THREADS, MB)                                               \
+        decode_split_##dt##_##TPK##_##RB##_scalar(const S::T* q, DecodeStrides st, const S::T* k,                   \
+                                                  const S::T* v, const void* length, DecodeSizes z, float scale,    \
+                                                  float* partials) {                                                \
+        decode_split<S, TPK, RB, false>(q, st, k, v, length, z, scale, partials);                                   \
     }
 
-#define NBX_DECODE(dt, S)                                                                                       \
-    NBX_DECODE_SPLIT(dt, S, 8, 4)                                                                               \
-    NBX_DECODE_SPLIT(dt, S, 8, 8)                                                                               \
-    NBX_DECODE_SPLIT(dt, S, 16, 4)                                                                              \
-    NBX_DECODE_SPLIT(dt, S, 16, 8)                                                                              \
-    NBX_DECODE_SPLIT(dt, S, 32, 4)                                                                              \
-    NBX_DECODE_SPLIT(dt, S, 32, 8)                                                                              \
-    extern "C" __global__ void __launch_bounds__(NBX_COMBINE_THREADS)                                           \
-        decode_combine_##dt(const float* partials, DecodeSizes z, S::T* out) {                                  \
-        decode_combine<S>(partials, z, out);                                                                    \
-    }                                                                                                           \
-    extern "C" __global__ void kv_cache_write_##dt(S::T* cache, const S::T* src, WriteStrides ns,               \
-                                                   const void* position, WriteSizes w) {                        \
-        kv_cache_write<S>(cache, src, ns, position, w);                                                         \
+#define NBX_DECODE(dt, S)                                                                                           \
+    NBX_DECODE_SPLIT(dt, S, 8, 4, 4)                                                                                \
+    NBX_DECODE_SPLIT(dt, S, 8, 8, 1)                                                                                \
+    NBX_DECODE_SPLIT(dt, S, 16, 4, 4)                                                                               \
+    NBX_DECODE_SPLIT(dt, S, 16, 8, 1)                                                                               \
+    NBX_DECODE_SPLIT(dt, S, 32, 4, 1)                                                                               \
+    NBX_DECODE_SPLIT(dt, S, 32, 8, 1)                                                                               \
+    extern "C" __global__ void __launch_bounds__(NBX_COMBINE_THREADS)                                               \
+        decode_combine_##dt(const float* partials, DecodeSizes z, S::T* out) {                                      \
+        decode_combine<S>(partials, z, out);                                                                        \
+    }                                                                                                               \
+    extern "C" __global__ void kv_cache_write_##dt(S::T* cache, const S::T* src, WriteStrides ns,                   \
+                                                   const void* position, WriteSizes w) {                            \
+        kv_cache_write<S>(cache, src, ns, position, w);                                                             \
     }
 
 NBX_DECODE(fp32, F32)
