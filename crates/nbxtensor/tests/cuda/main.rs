@@ -6,6 +6,7 @@ mod attention;
 mod common;
 mod decode;
 mod elementwise;
+mod fused_attention;
 mod gather;
 mod program;
 mod quant;
