@@ -62,13 +62,27 @@ pub struct Cost {
     /// `(input, output)` pairs where the output may take over the input's memory (the
     /// kernel reads each element before it writes the same element).
     pub in_place: Vec<(usize, usize)>,
+    /// Inputs the launch writes in place, with no output standing for them (state that
+    /// outlives the launch: a KV cache). The launch writes only the elements it declares in
+    /// `bytes_written`; in a program such an input must be a tensor the model holds, never an
+    /// arena buffer, so that every run and replay updates the same bytes.
+    pub updates: Vec<usize>,
 }
 
 impl Cost {
     /// A cost with these outputs, reading `bytes_read`, and `flops`; writes counted from the
-    /// outputs; no workspace, scratch or in-place pair.
+    /// outputs; no workspace, scratch, in-place pair or updated input.
     pub fn simple(outputs: Vec<TensorMeta>, bytes_read: u64, flops: u64) -> Result<Cost> {
         let bytes_written = outputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
-        Ok(Cost { outputs, workspace: 0, scratch: Vec::new(), bytes_read, bytes_written, flops, in_place: Vec::new() })
+        Ok(Cost {
+            outputs,
+            workspace: 0,
+            scratch: Vec::new(),
+            bytes_read,
+            bytes_written,
+            flops,
+            in_place: Vec::new(),
+            updates: Vec::new(),
+        })
     }
 }

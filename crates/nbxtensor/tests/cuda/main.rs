@@ -4,6 +4,7 @@
 
 mod attention;
 mod common;
+mod decode;
 mod elementwise;
 mod fused_attention;
 mod gather;
