@@ -169,6 +169,10 @@ fn configs_of_the_three_families_read_as_their_checkpoints_say() {
     assert!(q.weights.layers[0].q.bias.is_some() && q.weights.layers[0].o.bias.is_none());
     let l = Llama::open(&data("llama2-tiny")).unwrap();
     assert!(!l.weights.tied && l.weights.layers[1].k.bias.is_none());
+    // aligned float32 data: every weight is a read-only view into the file's map, not a copy
+    for llama in [&q, &l] {
+        assert!(llama.weights.tensors().iter().all(|t| t.is_read_only()), "the weights are mapped");
+    }
     let t = Llama::open(&data("llama3-tiny")).unwrap();
     assert!(t.weights.tied && t.weights.lm_head.shape() == [256, 64]);
 }
