@@ -183,6 +183,15 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         generation.decode_capture_seconds,
         steps as f64 / replayed.max(1e-9)
     );
+    let memory = generator.memory();
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    eprintln!(
+        "nbx: memory: weights {:.2} MiB, KV cache {:.2} MiB ({} positions), replay arenas {:.2} MiB",
+        mib(memory.weight_bytes),
+        mib(memory.cache_bytes),
+        generator.capacity(),
+        mib(memory.arena_bytes)
+    );
     if let Some(path) = &o.output {
         let json = serde_json::json!({
             "prompt_ids": generation.prompt_ids,

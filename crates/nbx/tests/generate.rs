@@ -47,7 +47,10 @@ fn generate_gives_the_reference_tokens_and_logits() {
         ]);
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert!(run.status.success(), "{name}: {stderr}");
-        assert!(stderr.contains("prefill") && stderr.contains("tok/s"), "{name}: {stderr}");
+        assert!(
+            stderr.contains("prefill") && stderr.contains("tok/s") && stderr.contains("KV cache"),
+            "{name}: {stderr}"
+        );
         let got: Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
         assert_eq!(got["prompt_ids"], r["prompt_ids"], "{name}");
         // nbx stops after an end-of-sequence token: the reference up to its first one

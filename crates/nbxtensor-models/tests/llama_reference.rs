@@ -102,6 +102,18 @@ fn the_decode_replay_equals_an_eager_decode_bit_for_bit() {
             token = a.token;
         }
         assert_eq!(replayed.captured_buckets(), [bucket(r.prompt.len())], "{name}");
+        let (m, c) = (replayed.memory(), &replayed.llama().config);
+        let per_row = (c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * 4) as u64;
+        assert_eq!(m.cache_bytes, per_row * replayed.capacity() as u64, "{name}");
+        // the weights are the files' data: their sizes less the headers (a few KiB)
+        let files: u64 = std::fs::read_dir(data(name))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+            .map(|p| p.metadata().unwrap().len())
+            .sum();
+        assert!(m.weight_bytes < files && files - m.weight_bytes < 8192, "{name}: {} of {files}", m.weight_bytes);
+        assert!(m.arena_bytes > 0 && eager.memory().arena_bytes == 0, "{name}: only the replays hold arenas");
     }
 }
 

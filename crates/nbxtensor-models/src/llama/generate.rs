@@ -5,7 +5,7 @@
 
 use super::{DecodeState, Llama};
 use crate::error::{ModelError, Result};
-use nbxtensor::program::{trace, Executable, Replay};
+use nbxtensor::program::{trace, Executable, ProgramError, Replay};
 use nbxtensor::tensor::Tensor;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -46,6 +46,17 @@ pub struct Generation {
     pub decode_capture_seconds: f64,
 }
 
+/// The host memory of a [`Generator`], in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeneratorMemory {
+    /// The float32 weights (the tied head counted once).
+    pub weight_bytes: u64,
+    /// The key and value caches of every layer.
+    pub cache_bytes: u64,
+    /// The arenas of the captured prefill and decode replays.
+    pub arena_bytes: u64,
+}
+
 /// A decoder with its caches and its captured programs, for greedy generation of up to
 /// `capacity` positions (prompt and generated tokens together).
 pub struct Generator {
@@ -64,8 +75,9 @@ fn step_of(outputs: Vec<Tensor>) -> Result<Step> {
     let [logits, token] = &outputs[..] else {
         return Err(ModelError::Files(format!("a llama step gave {} outputs, not 2", outputs.len())));
     };
-    let token = token.to_vec::<i64>()?;
-    Ok(Step { logits: logits.to_vec::<f32>()?, token: token[0] })
+    let token = token.to_vec::<i64>()?.first().copied();
+    let token = token.ok_or_else(|| ModelError::Files("a llama step gave no token".into()))?;
+    Ok(Step { logits: logits.to_vec::<f32>()?, token })
 }
 
 impl Generator {
@@ -91,6 +103,17 @@ impl Generator {
         self.state.capacity()
     }
 
+    /// The host memory the generator holds: the weights (mapped or copied), the KV caches and
+    /// the arenas of the replays captured so far.
+    pub fn memory(&self) -> GeneratorMemory {
+        let replays = self.prefills.values().chain(&self.decode);
+        GeneratorMemory {
+            weight_bytes: self.llama.weights.parameters() * 4,
+            cache_bytes: self.state.cache_bytes(),
+            arena_bytes: replays.map(|r| r.executable().arena_bytes() as u64).sum(),
+        }
+    }
+
     /// The prefill buckets captured so far.
     pub fn captured_buckets(&self) -> Vec<usize> {
         let mut b: Vec<usize> = self.prefills.keys().copied().collect();
@@ -103,7 +126,7 @@ impl Generator {
     fn replayed(
         slot: &mut Option<Replay>,
         inputs: &[Tensor],
-        model: impl FnOnce(&[Tensor]) -> std::result::Result<Vec<Tensor>, nbxtensor::program::ProgramError>,
+        model: impl FnOnce(&[Tensor]) -> std::result::Result<Vec<Tensor>, ProgramError>,
     ) -> Result<(Vec<Tensor>, f64)> {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let mut seconds = 0.0;
@@ -140,7 +163,10 @@ impl Generator {
         ids.resize(s, 0);
         let inputs = [Tensor::from_vec(ids, &[1, s as i64])?, index(prompt.len() as i64 - 1, &[1])?];
         let (llama, state) = (&self.llama, &self.state);
-        let model = |t: &[Tensor]| llama.prefill(state, &t[0], &t[1]);
+        let model = |t: &[Tensor]| match t {
+            [ids, last] => llama.prefill(state, ids, last),
+            _ => Err(ProgramError::Invalid(format!("llama prefill: 2 inputs, got {}", t.len()))),
+        };
         if !self.replay {
             return Ok((step_of(model(&inputs[..])?)?, 0.0));
         }
@@ -166,7 +192,10 @@ impl Generator {
         let p = position as i64;
         let inputs = [index(token, &[1, 1])?, index(p, &[1])?, index(p + 1, &[1])?];
         let (llama, state) = (&self.llama, &self.state);
-        let model = |t: &[Tensor]| llama.decode(state, &t[0], &t[1], &t[2]);
+        let model = |t: &[Tensor]| match t {
+            [token, position, length] => llama.decode(state, token, position, length),
+            _ => Err(ProgramError::Invalid(format!("llama decode: 3 inputs, got {}", t.len()))),
+        };
         if !self.replay {
             return Ok((step_of(model(&inputs[..])?)?, 0.0));
         }

@@ -45,7 +45,24 @@ pub struct DecodeState {
 impl DecodeState {
     /// The rows each cache holds.
     pub fn capacity(&self) -> usize {
-        self.cos.shape()[0] as usize
+        self.cos.shape().first().map_or(0, |&rows| rows as usize)
+    }
+
+    /// The caches of layer `n`.
+    fn layer(&self, n: usize) -> Result<(&Tensor, &Tensor), ProgramError> {
+        match (self.keys.get(n), self.values.get(n)) {
+            (Some(k), Some(v)) => Ok((k, v)),
+            _ => Err(ProgramError::Invalid(format!(
+                "llama: no KV cache for layer {n} (the state holds {} key and {} value caches)",
+                self.keys.len(),
+                self.values.len()
+            ))),
+        }
+    }
+
+    /// Bytes of the key and value caches together.
+    pub fn cache_bytes(&self) -> u64 {
+        self.keys.iter().chain(&self.values).map(|t| t.numel() as u64 * 4).sum()
     }
 }
 
@@ -167,8 +184,9 @@ impl Llama {
         let x = ids.embedding(&self.weights.embed)?;
         let (cos, sin) = (state.cos.narrow(0, 0, s)?, state.sin.narrow(0, 0, s)?);
         let hidden = self.layers(x, &cos, &sin, |n, q, k, v| {
-            state.keys[n].kv_cache_write(k, &state.origin)?;
-            state.values[n].kv_cache_write(v, &state.origin)?;
+            let (keys, values) = state.layer(n)?;
+            keys.kv_cache_write(k, &state.origin)?;
+            values.kv_cache_write(v, &state.origin)?;
             Ok(q.sdpa(k, v, None, true, None)?)
         })?;
         self.head(&hidden.index_select(last, 1)?)
@@ -187,9 +205,10 @@ impl Llama {
         let x = token.embedding(&self.weights.embed)?;
         let (cos, sin) = (position.embedding(&state.cos)?, position.embedding(&state.sin)?);
         let hidden = self.layers(x, &cos, &sin, |n, q, k, v| {
-            state.keys[n].kv_cache_write(k, position)?;
-            state.values[n].kv_cache_write(v, position)?;
-            Ok(q.decode_attention(&state.keys[n], &state.values[n], length, true, None)?)
+            let (keys, values) = state.layer(n)?;
+            keys.kv_cache_write(k, position)?;
+            values.kv_cache_write(v, position)?;
+            Ok(q.decode_attention(keys, values, length, true, None)?)
         })?;
         self.head(&hidden)
     }
