@@ -183,6 +183,12 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         generation.decode_capture_seconds,
         steps as f64 / replayed.max(1e-9)
     );
+    for c in generator.captures() {
+        eprintln!(
+            "nbx: captured {}: arena planned {} bytes, allocated {} bytes",
+            c.program, c.planned_bytes, c.allocated_bytes
+        );
+    }
     let memory = generator.memory();
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     eprintln!(

@@ -5,6 +5,7 @@
 
 use super::{DecodeState, Llama};
 use crate::error::{ModelError, Result};
+use nbxtensor::memory::{host_allocator, Allocator};
 use nbxtensor::program::{trace, Executable, ProgramError, Replay};
 use nbxtensor::tensor::Tensor;
 use std::collections::HashMap;
@@ -53,8 +54,22 @@ pub struct GeneratorMemory {
     pub weight_bytes: u64,
     /// The key and value caches of every layer.
     pub cache_bytes: u64,
-    /// The arenas of the captured prefill and decode replays.
+    /// The arenas of the captured prefill and decode replays, as the host allocator holds them
+    /// (each in its size class).
     pub arena_bytes: u64,
+}
+
+/// One program the generator captured: its arena as the plan priced it against what creating
+/// its executable took from the host allocator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capture {
+    /// `prefill N` (a bucket of N positions) or `decode`.
+    pub program: String,
+    /// The plan's arena in the host allocator's size class, known before anything runs.
+    pub planned_bytes: u64,
+    /// What `Executable::new` took from the host allocator, measured (its accounting is
+    /// process-wide: exact while nothing else allocates).
+    pub allocated_bytes: u64,
 }
 
 /// A decoder with its caches and its captured programs, for greedy generation of up to
@@ -65,6 +80,7 @@ pub struct Generator {
     replay: bool,
     prefills: HashMap<usize, Replay>,
     decode: Option<Replay>,
+    captures: Vec<Capture>,
 }
 
 fn index(value: i64, shape: &[i64]) -> Result<Tensor> {
@@ -84,7 +100,7 @@ impl Generator {
     /// A generator over `llama` with caches of `capacity` positions.
     pub fn new(llama: Llama, capacity: usize) -> Result<Generator> {
         let state = llama.state(capacity)?;
-        Ok(Generator { llama, state, replay: true, prefills: HashMap::new(), decode: None })
+        Ok(Generator { llama, state, replay: true, prefills: HashMap::new(), decode: None, captures: Vec::new() })
     }
 
     /// Runs every step eagerly, op by op, instead of on captured replays (`false`); the
@@ -110,8 +126,13 @@ impl Generator {
         GeneratorMemory {
             weight_bytes: self.llama.weights.parameters() * 4,
             cache_bytes: self.state.cache_bytes(),
-            arena_bytes: replays.map(|r| r.executable().arena_bytes() as u64).sum(),
+            arena_bytes: replays.map(|r| r.executable().plan().allocated_bytes()).sum(),
         }
+    }
+
+    /// The programs captured so far, in order, with their planned and allocated arenas.
+    pub fn captures(&self) -> &[Capture] {
+        &self.captures
     }
 
     /// The prefill buckets captured so far.
@@ -122,9 +143,12 @@ impl Generator {
     }
 
     /// Runs `inputs` on the replay in `slot`, tracing `model` into a program, planning and
-    /// capturing it first when the slot is empty; returns the outputs and the capture's seconds.
+    /// capturing it first when the slot is empty (recorded in `captures` as `name`); returns
+    /// the outputs and the capture's seconds.
     fn replayed(
         slot: &mut Option<Replay>,
+        captures: &mut Vec<Capture>,
+        name: String,
         inputs: &[Tensor],
         model: impl FnOnce(&[Tensor]) -> std::result::Result<Vec<Tensor>, ProgramError>,
     ) -> Result<(Vec<Tensor>, f64)> {
@@ -134,7 +158,13 @@ impl Generator {
             let start = Instant::now();
             let program = trace(inputs, model)?;
             let plan = program.plan()?;
-            *slot = Some(Executable::new(program, plan)?.capture(&refs)?);
+            let planned_bytes = plan.allocated_bytes();
+            let host = host_allocator();
+            let before = host.in_use();
+            let executable = Executable::new(program, plan)?;
+            let allocated_bytes = host.in_use().saturating_sub(before);
+            *slot = Some(executable.capture(&refs)?);
+            captures.push(Capture { program: name, planned_bytes, allocated_bytes });
             seconds = start.elapsed().as_secs_f64();
         }
         match slot {
@@ -171,7 +201,7 @@ impl Generator {
             return Ok((step_of(model(&inputs[..])?)?, 0.0));
         }
         let mut slot = self.prefills.remove(&s);
-        let result = Self::replayed(&mut slot, &inputs, model);
+        let result = Self::replayed(&mut slot, &mut self.captures, format!("prefill {s}"), &inputs, model);
         if let Some(replay) = slot {
             self.prefills.insert(s, replay);
         }
@@ -199,7 +229,7 @@ impl Generator {
         if !self.replay {
             return Ok((step_of(model(&inputs[..])?)?, 0.0));
         }
-        let (outputs, seconds) = Self::replayed(&mut self.decode, &inputs, model)?;
+        let (outputs, seconds) = Self::replayed(&mut self.decode, &mut self.captures, "decode".into(), &inputs, model)?;
         Ok((step_of(outputs)?, seconds))
     }
 

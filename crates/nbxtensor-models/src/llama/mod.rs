@@ -9,6 +9,6 @@ mod model;
 mod weights;
 
 pub use config::{Family, Llama3Scaling, LlamaConfig};
-pub use generate::{bucket, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
+pub use generate::{bucket, Capture, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
 pub use model::{DecodeState, Llama};
 pub use weights::{LayerWeights, LlamaWeights, Projection};
