@@ -188,3 +188,65 @@ fn configs_of_the_three_families_read_as_their_checkpoints_say() {
     let t = Llama::open(&data("llama3-tiny")).unwrap();
     assert!(t.weights.tied && t.weights.lm_head.shape() == [256, 64]);
 }
+
+/// Mistral's config over Llama's layout: the same tokens as the llama checkpoint; a context
+/// past its sliding window is refused by name.
+#[test]
+fn a_mistral_config_is_llama_within_its_sliding_window() {
+    let r = reference("llama2-tiny");
+    let dir = edited("llama2-tiny", "mistral", |c| {
+        c.insert("model_type".into(), Value::from("mistral"));
+        c.insert("sliding_window".into(), Value::from(r.prompt.len() + r.generated.len()));
+    });
+    let llama = Llama::open(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let llama = llama.unwrap();
+    let refused = match Generator::new(llama.clone(), 100) {
+        Ok(_) => panic!("a context of 100 past a window of {}", r.prompt.len() + r.generated.len()),
+        Err(e) => e.to_string(),
+    };
+    assert!(refused.contains("sliding window"), "{refused}");
+    let mut g = Generator::new(llama, r.prompt.len() + r.generated.len()).unwrap();
+    let out = g.generate(&r.prompt, r.generated.len(), false, |_| {}).unwrap();
+    assert_eq!(out.generated_ids, r.generated);
+}
+
+/// A config silent about tied embeddings: the weights decide (no `lm_head.weight`: tied).
+#[test]
+fn without_tie_word_embeddings_the_weights_decide() {
+    let r = reference("llama3-tiny");
+    let dir = edited("llama3-tiny", "untold", |c| {
+        c.remove("tie_word_embeddings");
+    });
+    let llama = Llama::open(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let llama = llama.unwrap();
+    assert!(llama.config.tie_word_embeddings.is_none() && llama.weights.tied);
+    let mut g = Generator::new(llama, r.prompt.len() + r.generated.len()).unwrap();
+    assert_eq!(g.generate(&r.prompt, r.generated.len(), false, |_| {}).unwrap().generated_ids, r.generated);
+}
+
+/// bfloat16 weights are read and widened to float32: the same values as the float32 weights
+/// rounded to bfloat16, and a generation from them runs.
+#[test]
+fn bfloat16_weights_are_widened_to_float32() {
+    use nbxtensor::io::safetensors::{load, save};
+    use nbxtensor::DType;
+    let dir = edited("llama2-tiny", "bf16", |_| {});
+    let file = dir.join("model.safetensors");
+    let tensors = load(&file).unwrap();
+    let halves: Vec<(String, nbxtensor::Tensor)> =
+        tensors.iter().map(|t| (t.name.clone(), t.tensor.cast(DType::Bfloat16).unwrap())).collect();
+    let named: Vec<(&str, &nbxtensor::Tensor)> = halves.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    save(&file, &named, None).unwrap();
+    let llama = Llama::open(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let llama = llama.unwrap();
+    let rounded =
+        halves.iter().find(|(n, _)| n == "model.embed_tokens.weight").unwrap().1.cast(DType::Float32).unwrap();
+    assert_eq!(llama.weights.embed.dtype(), DType::Float32);
+    assert_eq!(llama.weights.embed.to_vec::<f32>().unwrap(), rounded.to_vec::<f32>().unwrap());
+    let r = reference("llama2-tiny");
+    let mut g = Generator::new(llama, r.prompt.len() + 8).unwrap();
+    assert_eq!(g.generate(&r.prompt, 8, false, |_| {}).unwrap().generated_ids.len(), 8);
+}
