@@ -89,10 +89,10 @@ fn index(value: i64, shape: &[i64]) -> Result<Tensor> {
 
 fn step_of(outputs: Vec<Tensor>) -> Result<Step> {
     let [logits, token] = &outputs[..] else {
-        return Err(ModelError::Files(format!("a llama step gave {} outputs, not 2", outputs.len())));
+        return Err(ProgramError::Invalid(format!("a llama step gave {} outputs, not 2", outputs.len())).into());
     };
     let token = token.to_vec::<i64>()?.first().copied();
-    let token = token.ok_or_else(|| ModelError::Files("a llama step gave no token".into()))?;
+    let token = token.ok_or_else(|| ProgramError::Invalid("a llama step gave no token".into()))?;
     Ok(Step { logits: logits.to_vec::<f32>()?, token })
 }
 
@@ -169,7 +169,7 @@ impl Generator {
         }
         match slot {
             Some(replay) => Ok((replay.run(&refs)?, seconds)),
-            None => Err(ModelError::Files("no replay was captured".into())),
+            None => Err(ProgramError::Invalid("no replay was captured".into()).into()),
         }
     }
 
@@ -179,10 +179,10 @@ impl Generator {
     pub fn prefill(&mut self, prompt: &[i64]) -> Result<(Step, f64)> {
         let vocab = self.llama.config.vocab_size as i64;
         if let Some(bad) = prompt.iter().find(|&&id| id < 0 || id >= vocab) {
-            return Err(ModelError::Files(format!("prompt token {bad} is outside the vocabulary 0..{vocab}")));
+            return Err(ModelError::Input(format!("prompt token {bad} is outside the vocabulary 0..{vocab}")));
         }
         if prompt.is_empty() || prompt.len() > self.capacity() {
-            return Err(ModelError::Files(format!(
+            return Err(ModelError::Input(format!(
                 "a prompt of {} tokens: the context takes 1 to {}",
                 prompt.len(),
                 self.capacity()
@@ -214,7 +214,7 @@ impl Generator {
     /// seconds spent capturing.
     pub fn decode(&mut self, token: i64, position: usize) -> Result<(Step, f64)> {
         if position >= self.capacity() {
-            return Err(ModelError::Files(format!(
+            return Err(ModelError::Input(format!(
                 "decode position {position} is past the context of {} positions",
                 self.capacity()
             )));
@@ -244,7 +244,7 @@ impl Generator {
         mut on_token: impl FnMut(i64),
     ) -> Result<Generation> {
         if prompt.len() + max_new_tokens > self.capacity() + 1 {
-            return Err(ModelError::Files(format!(
+            return Err(ModelError::Input(format!(
                 "{} prompt tokens and {max_new_tokens} new ones do not fit a context of {} positions",
                 prompt.len(),
                 self.capacity()

@@ -92,13 +92,13 @@ impl Llama {
     pub fn state(&self, capacity: usize) -> Result<DecodeState> {
         let c = &self.config;
         if capacity == 0 || capacity > c.max_position_embeddings {
-            return Err(ModelError::Files(format!(
+            return Err(ModelError::Input(format!(
                 "a context of {capacity} positions: the model takes 1 to {} (max_position_embeddings)",
                 c.max_position_embeddings
             )));
         }
         if let Some(window) = c.sliding_window.filter(|&w| w < capacity) {
-            return Err(ModelError::Files(format!(
+            return Err(ModelError::Input(format!(
                 "a context of {capacity} positions is past the sliding window of {window}: sliding-window attention is not served"
             )));
         }
