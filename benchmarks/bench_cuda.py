@@ -276,7 +276,10 @@ def main():
     print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
     if args.only == "decode":
-        rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
+        for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
+            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        return
+    rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
     for name, mine, theirs, note in rows:
         if mine is None:
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
