@@ -4,6 +4,7 @@
 
 mod args;
 mod embed;
+mod files;
 mod price;
 
 use args::{Command, Device, Options};

@@ -1,6 +1,6 @@
 //! `nbxtensor.ops` calls: any op of the capability table, by name, on tensors.
 
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
 use nbxtensor::backend::{cpu::cpu, Backend};
 use nbxtensor::kernel::{AttrValue, Attrs};
@@ -46,9 +46,9 @@ fn parse_attrs(op: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
 /// meanwhile; a GPU op only queues its launch, which costs less than giving the interpreter
 /// lock away and back.
 fn run(py: Python<'_>, op: &str, attrs: &Attrs, inputs: &[&nbxtensor::tensor::Tensor]) -> PyResult<Vec<Tensor>> {
-    let call = || nbxtensor::ops::call(op, attrs, inputs);
+    let call = || guard(|| nbxtensor::ops::call(op, attrs, inputs).map_err(to_py));
     let on_gpu = inputs.first().is_some_and(|t| t.device().kind == DeviceKind::Cuda);
-    let outputs = if on_gpu { call() } else { py.detach(call) }.map_err(to_py)?;
+    let outputs = if on_gpu { call() } else { py.detach(call) }?;
     Ok(outputs.into_iter().map(Tensor::wrap).collect())
 }
 

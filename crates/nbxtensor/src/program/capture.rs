@@ -35,7 +35,8 @@ impl Executable {
         }
         let expected = self.outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?;
         self.load_inputs(inputs)?;
-        let graph = CudaGraph::capture(device, || (0..self.steps.len()).try_for_each(|i| self.launch(i).map_err(to_kernel)))?;
+        let graph =
+            CudaGraph::capture(device, || (0..self.steps.len()).try_for_each(|i| self.launch(i).map_err(to_kernel)))?;
         graph.launch()?;
         graph.synchronize()?;
         let replayed = self.outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?;
@@ -139,6 +140,7 @@ impl Replay {
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         match &self.graph {
             Some(graph) => {
+                let _turn = self.executable.turn(); // replays share the arena: one at a time
                 self.executable.load_inputs(inputs)?;
                 graph.launch()?;
                 self.executable.copy_outputs()
