@@ -5,10 +5,15 @@ OpenBLAS for matmul), best of `--repeats`, after one warm-up; the ratio is numpy
 nbxtensor's (above 1: nbxtensor is faster). The last rows measure the per-launch host cost of
 a chain of small launches: eager op calls against the replay of the captured program.
 
-    .venv/bin/python benchmarks/bench_ops.py --repeats 5
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_ops.py --repeats 5
+
+numpy is measured as its users run it: the command unsets OPENBLAS_CORETYPE and
+OPENBLAS_L2_SIZE (which hold OpenBLAS to older kernels), and the script prints the BLAS
+numpy loaded and the kernel it picked (threadpoolctl) and the 1-minute load average.
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -78,10 +83,24 @@ def launch_costs(repeats, chain=1000):
     return eager, replayed
 
 
+def describe_peer():
+    """Prints what numpy runs on (its BLAS and the kernel picked) and the machine's load."""
+    from threadpoolctl import threadpool_info
+
+    held = [v for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if v in os.environ]
+    for pool in threadpool_info():
+        print(f"numpy BLAS: {pool.get('internal_api')} {pool.get('version')}, kernel {pool.get('architecture')}, "
+              f"{pool.get('num_threads')} threads")
+    if held:
+        print(f"warning: {', '.join(held)} set: OpenBLAS is held to older kernels (unset them to measure)")
+    print(f"load average (1 min) before: {os.getloadavg()[0]:.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    describe_peer()
     print(f"{'operation':<26}{'nbxtensor ms':>14}{'numpy ms':>12}{'ratio':>9}")
     for name, mine, theirs in rows(args.repeats):
         print(f"{name:<26}{mine * 1e3:>14.2f}{theirs * 1e3:>12.2f}{theirs / mine:>8.2f}x")

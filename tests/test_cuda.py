@@ -98,3 +98,29 @@ def test_dlpack_with_torch_both_ways():
         pytest.skip(child.stdout.strip())
     assert child.returncode == 0, child.stdout + child.stderr
     assert "zero-copy both ways" in child.stdout
+
+
+@needs_gpu
+def test_a_gpu_program_is_priced_on_its_device_file_and_named_in_its_repr():
+    from nbxtensor import program
+
+    def model(t):
+        return ops.neg(ops.exp(t))
+
+    host = nbx.asarray(np.ones((3, 4), np.float32))
+    x = host.to("cuda")
+    p = program.trace(model, x)
+    assert repr(p) == (
+        "Program(launches=2, device='cuda:0', inputs=[float32[3, 4]], outputs=[float32[3, 4]], flops="
+        f"{p.flops()}, bytes_moved={p.bytes_moved()})"
+    )
+    with pytest.raises(ValueError, match=r"a program on cuda:0 is priced on its device file"):
+        p.price()
+    # the CUDA kernels declare the CPU kernels' costs: the same price on the same file
+    on_gpu, on_host = p.price("nvidia/h200"), program.trace(model, host).price("nvidia/h200")
+    assert (on_gpu.seconds, on_gpu.flops, on_gpu.bytes) == (on_host.seconds, on_host.flops, on_host.bytes)
+    executable = p.executable()
+    arena = executable.arena_bytes
+    assert repr(executable) == f"Executable(launches=2, device='cuda:0', arena_bytes={arena})"
+    replay = executable.capture(x)
+    assert repr(replay) == f"Replay(launches=2, device='cuda:0', arena_bytes={arena}, cuda_graph=True)"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference" / "minilm_public.json"
+REFERENCE = ROOT / "crates" / "nbxtensor-models" / "tests" / "data" / "minilm_public.json"
 
 spec = importlib.util.spec_from_file_location("embed_example", ROOT / "examples" / "embed.py")
 example = importlib.util.module_from_spec(spec)

@@ -9,7 +9,7 @@ re-exports the extension `nbxtensor._core` under the paths of the spec.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from . import backend, dtype, io, memory, ops, program, random, shape, tensor
+from . import backend, dtype, host, io, memory, ops, program, random, shape, tensor
 from .tensor import Tensor, asarray, from_dlpack
 from ._core import errors as _errors
 
@@ -20,4 +20,4 @@ try:
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "backend", "dtype", "io", "memory", "ops", "program", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack", "InternalError"]
+__all__ = ["__version__", "backend", "dtype", "host", "io", "memory", "ops", "program", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack", "InternalError"]

@@ -4,7 +4,7 @@ from nbxtensor import __version__
 from nbxtensor.dtype import itemsize as I
 
 
-def main():
+def main() -> None:
     """Prints the version and one line per dtype of the table."""
     print(f"nbxtensor {__version__}: the dtype table compiled into this build")
     print(f"{'value':>5}  {'name':<17}{'kind':<9}{'width':>5}  {'safetensors':<12}{'dlpack':<13}{'key':<9}")

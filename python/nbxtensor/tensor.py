@@ -1,24 +1,32 @@
 """The tensor class: a dtype, a shape, strides in elements, an offset, a device, and storage
 shared by its views. Views never copy; exchange with other libraries is DLPack only."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as _np
 
 from nbxtensor._core import tensor as _core
 from nbxtensor.dtype import convert as _convert
 from nbxtensor.dtype.nbx_dtype import parse_dtype as _parse_dtype
 
+if TYPE_CHECKING:
+    from nbxtensor.dtype.nbx_dtype import NBXDtype
+
 Tensor = _core.Tensor
 from_dlpack = _core.from_dlpack
 
 # dtypes numpy lacks, made from float32 by the library's own conversions (bit patterns)
-_FROM_FLOAT32 = {
+_FROM_FLOAT32: dict[str, Callable[[Any], _np.ndarray[Any, Any]]] = {
     "bfloat16": _convert.f32_to_bf16_bits,
     "float8_e4m3fn": _convert.f32_to_fp8_e4m3fn_bits,
     "float8_e5m2": _convert.f32_to_fp8_e5m2_bits,
 }
 
 
-def asarray(obj, dtype=None):
+def asarray(obj: object, dtype: str | NBXDtype | None = None) -> Tensor:
     """A tensor from any DLPack producer, numpy array, sequence or scalar.
 
     Without ``dtype`` a producer's memory is shared (zero-copy) and other objects go through

@@ -45,10 +45,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     Tensor::from_storage(storage, o.dtype, &o.shape, &o.strides, o.offset)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            let outputs = step.cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
+            let outputs =
+                step.cost.outputs.iter().map(|m| Tensor::zeros(m.dtype, &m.shape)).collect::<Result<Vec<_>, _>>()?;
             let mut workspace = host_allocator().alloc(step.cost.workspace as usize)?;
             let start = Instant::now();
-            step.kernel.launch(Launch { inputs: &bound, outputs: &outputs, workspace: Workspace::host(workspace.as_mut_slice()) })?;
+            step.kernel.launch(Launch {
+                inputs: &bound,
+                outputs: &outputs,
+                workspace: Workspace::host(workspace.as_mut_slice()),
+            })?;
             best[index] = best[index].min(start.elapsed().as_secs_f64());
             for (&id, t) in step.outputs.iter().zip(outputs) {
                 values[id] = Some(t);

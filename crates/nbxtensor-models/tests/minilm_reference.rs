@@ -1,6 +1,6 @@
 //! all-MiniLM-L6-v2 against sentence-transformers: the embeddings of the public reference file
-//! (`../shared/reference/minilm_public.json` beside the repository, computed by
-//! sentence-transformers in PyTorch) within cosine ≥ 0.99999 and |diff| ≤ 1e-4 for every
+//! (`tests/data/minilm_public.json`, computed by sentence-transformers in PyTorch; see
+//! `tests/data/README.md`) within cosine ≥ 0.99999 and |diff| ≤ 1e-4 for every
 //! sentence, batched with padding or alone, in any order.
 //!
 //! The model directory is `$NBX_MINILM_DIR`, else the one the PyPI package
@@ -38,7 +38,7 @@ struct Reference {
 }
 
 fn reference() -> Reference {
-    let path = repository().join("../shared/reference/minilm_public.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minilm_public.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let sentences = serde_json::from_value(value["sentences"].clone()).unwrap();

@@ -5,8 +5,10 @@
 //! beyond adapting arguments: every rule is in the core crate.
 
 mod backend;
+mod cli;
 mod dtype;
 mod errors;
+mod host;
 mod io;
 mod memory;
 mod ops;
@@ -17,7 +19,9 @@ mod tensor;
 
 use pyo3::prelude::*;
 
-/// Adds `module` as the attribute `name` of `parent` (a submodule reached by attribute).
+/// Adds `module` as the attribute `name` of `parent`, and to `sys.modules` as
+/// `nbxtensor._core.<name>` so that it imports by that name too (as its stub,
+/// `python/nbxtensor/_core/<name>.pyi`, and mypy's stubtest name it).
 fn add_submodule<'py>(
     parent: &Bound<'py, PyModule>,
     name: &str,
@@ -25,7 +29,10 @@ fn add_submodule<'py>(
 ) -> PyResult<()> {
     let module = PyModule::new(parent.py(), name)?;
     fill(&module)?;
-    parent.add_submodule(&module)
+    parent.add_submodule(&module)?;
+    let qualified = format!("nbxtensor._core.{name}");
+    module.setattr("__name__", &qualified)?;
+    parent.py().import("sys")?.getattr("modules")?.set_item(qualified, &module)
 }
 
 #[pymodule]
@@ -52,5 +59,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_submodule(m, "program", program::register)?;
     add_submodule(m, "blas", backend::cpu::blas::register)?;
     add_submodule(m, "device_files", backend::device_files::register)?;
+    add_submodule(m, "host", host::register)?;
+    add_submodule(m, "cli", cli::register)?;
     Ok(())
 }

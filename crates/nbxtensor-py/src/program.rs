@@ -4,7 +4,7 @@
 use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
 use nbxtensor::program::{
-    self, Executable as CoreExecutable, Program as CoreProgram, ProgramError, Replay as CoreReplay,
+    self, Executable as CoreExecutable, Peaks, Program as CoreProgram, ProgramError, Replay as CoreReplay,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -58,6 +58,103 @@ struct Executable {
 #[pyclass(module = "nbxtensor.program", name = "Replay", frozen)]
 struct Replay {
     inner: CoreReplay,
+}
+
+/// What a program costs before it runs (`Program.price()`): flops, bytes, memory and the
+/// predicted seconds on a device's peak rates.
+#[pyclass(module = "nbxtensor.program", name = "Price", frozen)]
+struct Price {
+    inner: program::Price,
+    source: String,
+}
+
+#[pymethods]
+impl Price {
+    /// The predicted time in seconds: each launch's roofline (the longer of its flops at the
+    /// dtype's peak and its bytes at the bandwidth), added.
+    #[getter]
+    fn seconds(&self) -> f64 {
+        self.inner.seconds
+    }
+
+    /// Flops of every launch.
+    #[getter]
+    fn flops(&self) -> u64 {
+        self.inner.flops
+    }
+
+    /// Bytes read and written by every launch.
+    #[getter]
+    fn bytes(&self) -> u64 {
+        self.inner.bytes
+    }
+
+    /// Launches.
+    #[getter]
+    fn launches(&self) -> usize {
+        self.inner.launches
+    }
+
+    /// The plan's arena in bytes (its peak memory, workspace included).
+    #[getter]
+    fn arena_bytes(&self) -> u64 {
+        self.inner.arena_bytes
+    }
+
+    /// The bytes the host allocator takes for that arena: what a run allocates.
+    #[getter]
+    fn allocated_bytes(&self) -> u64 {
+        self.inner.allocated_bytes
+    }
+
+    /// The plan's lower bound (the most bytes alive at one launch).
+    #[getter]
+    fn lower_bound(&self) -> u64 {
+        self.inner.lower_bound
+    }
+
+    /// Where the peak rates came from (a device file, or the host CPU measured).
+    #[getter]
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let p = &self.inner;
+        // the seconds and the source as Python writes them
+        let seconds = pyo3::types::PyFloat::new(py, p.seconds).repr()?;
+        let source = pyo3::types::PyString::new(py, &self.source).repr()?;
+        Ok(format!(
+            "Price(seconds={seconds}, flops={}, bytes={}, launches={}, arena_bytes={}, allocated_bytes={}, lower_bound={}, source={source})",
+            p.flops, p.bytes, p.launches, p.arena_bytes, p.allocated_bytes, p.lower_bound
+        ))
+    }
+}
+
+/// `dtype[d0, d1]`, as the reprs write a buffer.
+fn meta(dtype: nbxtensor::DType, shape: &[i64]) -> String {
+    let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+    format!("{}[{}]", dtype.name(), dims.join(", "))
+}
+
+/// The peak rates `Program.price` uses: a device file `"vendor/name"`, else the host CPU's,
+/// measured (a program on a GPU must name its device file).
+fn peaks(py: Python<'_>, program: &CoreProgram, device_file: Option<&str>) -> PyResult<Peaks> {
+    match device_file {
+        Some(spelling) => {
+            let (vendor, name) = spelling.split_once('/').ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "price: device_file is 'VENDOR/NAME' (such as 'nvidia/h200'), given '{spelling}'"
+                ))
+            })?;
+            Peaks::of_device(vendor, name).map_err(to_py)
+        }
+        None if program.device != nbxtensor::memory::Device::CPU => Err(PyValueError::new_err(format!(
+            "price: a program on {} is priced on its device file (price(device_file='nvidia/h200')): the measured rates are the host CPU's",
+            program.device
+        ))),
+        None => py.detach(Peaks::measure_host).map_err(to_py),
+    }
 }
 
 fn cores(inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<nbxtensor::tensor::Tensor>> {
@@ -130,6 +227,31 @@ impl Program {
             Ok(Executable { inner: Mutex::new(Some(exec)) })
         })
     }
+
+    /// The price before anything runs (what `nbx price` prints): on the peak rates of the
+    /// device file `device_file` (`"nvidia/h200"`), else on the host CPU's, measured once per
+    /// process. A launch of a dtype the rates lack is refused by name.
+    #[pyo3(signature = (device_file = None))]
+    fn price(&self, py: Python<'_>, device_file: Option<&str>) -> PyResult<Price> {
+        let peaks = peaks(py, &self.inner, device_file)?;
+        let inner = self.inner.price(&peaks).map_err(to_py)?;
+        Ok(Price { inner, source: peaks.source })
+    }
+
+    fn __repr__(&self) -> String {
+        let p = &self.inner;
+        let inputs: Vec<String> = p.inputs.iter().map(|&id| meta(p.buffers[id].dtype, &p.buffers[id].shape)).collect();
+        let outputs: Vec<String> = p.outputs.iter().map(|o| meta(o.dtype, &o.shape)).collect();
+        format!(
+            "Program(launches={}, device='{}', inputs=[{}], outputs=[{}], flops={}, bytes_moved={})",
+            p.steps.len(),
+            p.device,
+            inputs.join(", "),
+            outputs.join(", "),
+            p.flops(),
+            p.bytes_moved()
+        )
+    }
 }
 
 #[pymethods]
@@ -161,6 +283,15 @@ impl Plan {
     #[pyo3(signature = (title = "memory plan"))]
     fn svg(&self, title: &str) -> String {
         self.inner.svg(title)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Plan(arena_bytes={}, lower_bound={}, ratio={:.4})",
+            self.inner.arena_bytes(),
+            self.inner.plan.lower_bound,
+            self.inner.plan.ratio()
+        )
     }
 }
 
@@ -218,6 +349,19 @@ impl Executable {
             })
         })
     }
+
+    fn __repr__(&self) -> String {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(e) => format!(
+                "Executable(launches={}, device='{}', arena_bytes={})",
+                e.program().steps.len(),
+                e.program().device,
+                e.arena_bytes()
+            ),
+            None => "Executable(captured: run its Replay)".to_string(),
+        }
+    }
 }
 
 #[pymethods]
@@ -229,6 +373,17 @@ impl Replay {
         let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
         py.detach(|| guard(|| self.inner.run(&refs).map_err(to_py))).map(outputs)
     }
+
+    fn __repr__(&self) -> String {
+        let e = self.inner.executable();
+        format!(
+            "Replay(launches={}, device='{}', arena_bytes={}, cuda_graph={})",
+            e.program().steps.len(),
+            e.program().device,
+            e.arena_bytes(),
+            if self.inner.graph().is_some() { "True" } else { "False" }
+        )
+    }
 }
 
 /// Registers the module's functions and classes.
@@ -237,6 +392,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Plan>()?;
     m.add_class::<Executable>()?;
     m.add_class::<Replay>()?;
+    m.add_class::<Price>()?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     Ok(())
 }

@@ -12,10 +12,10 @@
 //!
 //!     cargo run --release -p nbxtensor --example cuda_launch_cost
 
+use nbxtensor::backend::cuda::memory::context;
 use nbxtensor::backend::cuda::{device_ptr, function, sources, Args, THREADS};
 use nbxtensor::dtype::DType;
 use nbxtensor::kernel::Attrs;
-use nbxtensor::memory::cuda::context;
 use nbxtensor::memory::Device;
 use nbxtensor::program::{self, Executable, ProgramError};
 use nbxtensor::tensor::Tensor;
@@ -84,7 +84,7 @@ fn paired_excess(a: &Cost, b: &Cost) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = Device::parse("cuda")?;
-    if let Err(why) = nbxtensor::memory::cuda::driver() {
+    if let Err(why) = nbxtensor::backend::cuda::memory::driver() {
         println!("skipped: {why}");
         return Ok(());
     }

@@ -4,34 +4,41 @@
 //! before the first run, so memory is planned, every kernel declares its cost, and a repeated
 //! run is captured once, verified byte-equal and replayed.
 //!
-//! The crate is built in layers, each depending only on those above it:
+//! The crate is built in layers, each depending only on those above it (the folders and how
+//! an op flows through them: the repository's `docs/ARCHITECTURE.md`):
 //!
 //! | layer | module | holds |
 //! | --- | --- | --- |
 //! | facts | [`facts`] | the tables compiled into the crate (`data/*.yml`), parsed once |
-//! | settings | [`settings`] | what the library measures and an application may set: the CPU pool … |
+//! | settings | [`settings`] | what the library measures and an application may set |
 //! | dtype | [`dtype`] | [`DType`], conversions, promotion, precision policies, output rules |
 //! | shape | [`shape`] | element counts, strides, the view rule, broadcasting, slice bounds |
 //! | random | [`random`] | counter-based streams (Philox4x32-10): the same bits on every thread count |
-//! | memory | [`memory`] | devices, one allocator per device, the arena, the memory limit enforced |
-//! | tensor | [`tensor`] | storage + layout + dtype; views without copies; DLPack |
+//! | memory | [`memory`] | devices, the host allocator, the arena, the planner, the memory limit |
+//! | tensor | [`tensor`] | [`Tensor`]: storage + layout + dtype; views without copies; DLPack |
 //! | kernel | [`kernel`] | the `Kernel` trait and its declared [`kernel::Cost`] |
-//! | backend | [`backend`] | the `Backend` trait, capability tables, the CPU kernels |
-//! | ops | [`ops`] | eager op calls dispatched to a backend |
+//! | ops | [`ops`] | op specs once above every backend ([`ops::spec`]), the typed API, policies, eager calls |
+//! | backend | [`backend`] | the one device trait, launch tables, the CPU and CUDA backends |
 //! | program | [`program`] | trace → plan → execute → capture → verified replay; pricing |
-//!
-//! Later layers (kernels, backends, programs, io) follow the
-//! plan in the repository's `DESIGN.md`.
+//! | io | [`io`] | safetensors by memory map |
 //!
 //! Every fallible call returns the [`Result`] of its layer; the crate-wide [`Error`] gathers
 //! them. Nothing here panics on bad input.
 //!
 //! ```
-//! use nbxtensor::{DType, shape};
+//! use nbxtensor::{DType, Tensor};
 //!
-//! assert_eq!(DType::parse("torch.half")?, DType::Float16);
-//! assert_eq!(DType::Bfloat16.itemsize()?, 2);
-//! assert_eq!(shape::contiguous_strides(&[2, 3, 4])?, vec![12, 4, 1]);
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+//! let b = Tensor::from_vec(vec![1i32, 0, 0, 1, 1, 1], &[3, 2])?;
+//! let product = a.matmul(&b.cast(DType::Float32)?)?;          // [2, 2]
+//! let shifted = product.add(&Tensor::from_vec(vec![1i32, -1], &[2])?)?;   // int32 + float32 → float32
+//! assert_eq!(shifted.to_vec::<f32>()?, vec![5.0, 4.0, 11.0, 10.0]);
+//! let weights = shifted.softmax(-1)?;
+//! let rows = weights.sum(&[-1], false)?;
+//! assert!(rows.to_vec::<f32>()?.iter().all(|s| (s - 1.0).abs() < 1e-6));
+//! let normed = shifted.rms_norm(&Tensor::from_vec(vec![1.0f32; 2], &[2])?, 1e-6)?;
+//! assert_eq!(normed.shape(), &[2, 2]);
+//! println!("{weights}");                                       // numpy's layout of the values
 //! # Ok::<(), nbxtensor::Error>(())
 //! ```
 
@@ -51,6 +58,7 @@ pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use tensor::Tensor;
 
 /// The Rust examples of the repository's README, compiled and run as doc tests.
 #[doc = include_str!("../../../README.md")]

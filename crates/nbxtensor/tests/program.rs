@@ -49,7 +49,7 @@ fn programs_trace_plan_price_run_and_replay_verified() {
     assert!(plan.report().contains("arena"));
 
     // the run allocates exactly what the price predicted
-    let peaks = nbxtensor::program::Peaks::of_device("nvidia", "h200").unwrap();
+    let peaks = nbxtensor::backend::Peaks::of_device("nvidia", "h200").unwrap();
     let price = program.price(&peaks).unwrap();
     assert_eq!(price.arena_bytes, plan.arena_bytes());
     let before = host_allocator().in_use();
@@ -82,10 +82,14 @@ fn programs_trace_plan_price_run_and_replay_verified() {
     assert!(err.to_string().contains("launch 1 (drifting:fp32)"));
 
     // the host's measured rates price a program on the CPU
-    let host = nbxtensor::program::Peaks::measure_host().unwrap();
+    let host = nbxtensor::backend::of(nbxtensor::memory::Device::CPU).peaks().unwrap();
     assert!(host.bandwidth > 0.0 && host.matrix["float32"] > 0.0 && host.vector["bfloat16"] > 0.0);
     assert!(program.price(&host).unwrap().seconds > 0.0);
-    assert_eq!(nbxtensor::program::Peaks::measure_host().unwrap(), host, "measured once per process");
+    assert_eq!(
+        nbxtensor::backend::of(nbxtensor::memory::Device::CPU).peaks().unwrap(),
+        host,
+        "measured once per process"
+    );
 
     // a traced tensor has no data to read
     let refused =

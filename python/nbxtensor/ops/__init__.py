@@ -6,18 +6,27 @@ below are thin: they name the op and pass its attributes.
 Settings: ``tiling_policy``, ``autotune_settings``, ``launch_observer``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from nbxtensor._core import ops as _core
 
 from . import autotune_settings, launch_observer, tiling_policy
 from ._elementwise import *  # noqa: F401,F403
 from ._elementwise import __all__ as _elementwise_names
 from ._linalg import *  # noqa: F401,F403
+from ._reduce import *  # noqa: F401,F403 - also re-exported by _elementwise; named here for type checkers
 from ._linalg import __all__ as _linalg_names
+
+if TYPE_CHECKING:
+    from nbxtensor._core.tensor import Tensor
 
 capability_table = _core.capability_table
 
 
-def call(op, inputs, **attrs):
+def call(op: str, inputs: Iterable[Tensor], **attrs: Any) -> list[Tensor]:
     """Calls any op of the capability table on a list of tensors; returns the list of outputs."""
     return _core.call(op, list(inputs), attrs)
 

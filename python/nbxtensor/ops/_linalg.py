@@ -1,59 +1,70 @@
 """Matrix products, gathers and model ops (typed wrappers over ``call``)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from nbxtensor._core import ops as _core
 
+if TYPE_CHECKING:
+    from nbxtensor._core.tensor import Tensor
 
-def matmul(a, b, transpose_a=False, transpose_b=False):
+
+def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = False) -> Tensor:
     """numpy's matmul of two float tensors of one dtype (batch dims broadcast; a 1-d operand is a
     vector whose unit dim is dropped), each operand optionally read transposed in its last two dims."""
     return _core.call("matmul", [a, b], {"transpose_a": transpose_a, "transpose_b": transpose_b})[0]
 
 
-def linear(x, weight, bias=None):
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x @ weight.T + bias``: ``weight`` is ``[out, in]``, ``bias`` (optional) ``[out]``, ``x`` ``[..., in]``."""
     inputs = [x, weight] if bias is None else [x, weight, bias]
     return _core.call("linear", inputs, {})[0]
 
 
-def matmul_int4(x, packed_weight, scales, minima):
+def matmul_int4(x: Tensor, packed_weight: Tensor, scales: Tensor, minima: Tensor) -> Tensor:
     """``x @ W.T`` with W ``[N, K]`` in the int4-g128-asym layout: ``packed_weight`` uint8 ``[N, K/2]``,
     ``scales`` and ``minima`` float16 ``[N, K/group]``; ``x`` ``[..., K]`` float32/float16/bfloat16."""
     return _core.call("matmul_int4", [x, packed_weight, scales, minima], {})[0]
 
 
-def pack_int4(weight):
+def pack_int4(weight: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Quantizes a float ``[N, K]`` weight into the int4-g128-asym layout (per group: minimum and
     ``(max - min) / 15`` as float16, codes rounded to nearest); returns ``(packed, scales, minima)``."""
-    return tuple(_core.call("pack_int4", [weight], {}))
+    packed, scales, minima = _core.call("pack_int4", [weight], {})
+    return packed, scales, minima
 
 
-def embedding(indices, table):
+def embedding(indices: Tensor, table: Tensor) -> Tensor:
     """The rows of ``table`` ``[V, D]`` at ``indices`` (int32 or int64, any shape): ``[*indices.shape, D]``."""
     return _core.call("embedding", [indices, table], {})[0]
 
 
-def index_select(x, indices, axis):
+def index_select(x: Tensor, indices: Tensor, axis: int) -> Tensor:
     """The entries of ``x`` at the 1-d ``indices`` (int32 or int64) along ``axis``."""
     return _core.call("index_select", [x, indices], {"axis": axis})[0]
 
 
-def concat(inputs, axis=0):
+def concat(inputs: Sequence[Tensor], axis: int = 0) -> Tensor:
     """The tensors of one dtype joined along ``axis`` (their shapes agree on every other dim)."""
     return _core.call("concat", list(inputs), {"axis": axis})[0]
 
 
-def rope(x, cos, sin, interleaved=False):
+def rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
     """Rotary position embedding of ``x`` ``[..., heads, seq, head_dim]`` by ``cos`` and ``sin``
     ``[seq, head_dim/2]``: pairs ``(2i, 2i+1)`` when ``interleaved``, else ``(i, i + head_dim/2)``."""
     return _core.call("rope", [x, cos, sin], {"interleaved": interleaved})[0]
 
 
-def sdpa(q, k, v, mask=None, causal=False, scale=None):
+def sdpa(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False, scale: float | None = None
+) -> Tensor:
     """Scaled dot-product attention: ``softmax(q kᵀ · scale + mask) v`` with ``q`` ``[b, hq, sq, d]``,
     ``k`` ``[b, hk, sk, d]``, ``v`` ``[b, hk, sk, dv]`` (hq a multiple of hk: grouped-query heads), an
     optional additive ``mask`` broadcastable to ``[b, hq, sq, sk]``, ``causal`` masking (query i sees keys
     up to ``i + sk - sq``) and ``scale`` (default ``1/sqrt(d)``)."""
-    attrs = {"causal": causal}
+    attrs: dict[str, Any] = {"causal": causal}
     if scale is not None:
         attrs["scale"] = float(scale)
     inputs = [q, k, v] if mask is None else [q, k, v, mask]

@@ -8,12 +8,12 @@ from nbxtensor._core import autotune_settings as _core
 set_store = _core.set_store
 
 
-def directory():
+def directory() -> Path:
     """The store's directory in force, as a ``pathlib.Path`` (not created)."""
     return Path(_core.directory())
 
 
-def writable_directory():
+def writable_directory() -> Path:
     """The store's directory, created and proven writable; ``OSError`` naming it otherwise."""
     return Path(_core.writable_directory())
 

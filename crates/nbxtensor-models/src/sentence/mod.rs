@@ -234,7 +234,14 @@ impl SentenceEmbedder {
                 embeddings[i] = values[row * self.dimension()..(row + 1) * self.dimension()].to_vec();
             }
             done += chunk.len();
-            report(&BatchReport { done, total: texts.len(), shape: batch.shape(), capture_seconds, run_seconds, memory });
+            report(&BatchReport {
+                done,
+                total: texts.len(),
+                shape: batch.shape(),
+                capture_seconds,
+                run_seconds,
+                memory,
+            });
         }
         Ok(embeddings)
     }

@@ -1,8 +1,8 @@
 //! `nbxtensor.backend.runtime`: the GPU backend in force, its devices and its memory.
 
 use crate::errors::to_py;
-use nbxtensor::backend::{cpu::cpu, cuda, Backend};
-use nbxtensor::memory::{cuda as driver, Device, DeviceKind};
+use nbxtensor::backend::{self, cuda::memory as driver};
+use nbxtensor::memory::{Device, DeviceKind};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -49,14 +49,20 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         .collect()
 }
 
-/// The capability table of a backend (`"cpu"` or `"cuda"`): one line per op with its dtypes.
+/// The launch table of a backend (`"cpu"`, `"cuda"`): one line per op with its dtypes.
 #[pyfunction]
 #[pyo3(signature = (backend = "cpu"))]
 fn backend_table(backend: &str) -> PyResult<String> {
-    match backend {
-        "cpu" => Ok(cpu().table().to_string()),
-        "cuda" => Ok(cuda::catalogue().to_string()),
-        other => Err(PyValueError::new_err(format!("backend_table: unknown backend '{other}': 'cpu' or 'cuda'"))),
+    let tables = backend::tables();
+    match tables.iter().find(|t| t.backend() == backend) {
+        Some(table) => Ok(table.to_string()),
+        None => {
+            let names: Vec<&str> = tables.iter().map(|t| t.backend()).collect();
+            Err(PyValueError::new_err(format!(
+                "backend_table: unknown backend '{backend}': the backends are {}",
+                names.join(", ")
+            )))
+        }
     }
 }
 

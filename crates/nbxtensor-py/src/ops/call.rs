@@ -4,7 +4,6 @@ use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
 use nbxtensor::backend::{cpu::cpu, Backend};
 use nbxtensor::kernel::{AttrValue, Attrs};
-use nbxtensor::memory::DeviceKind;
 use nbxtensor::DType;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -46,9 +45,8 @@ fn parse_attrs(op: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
 /// meanwhile; a GPU op only queues its launch, which costs less than giving the interpreter
 /// lock away and back.
 fn run(py: Python<'_>, op: &str, attrs: &Attrs, inputs: &[&nbxtensor::tensor::Tensor]) -> PyResult<Vec<Tensor>> {
-    let call = || guard(|| nbxtensor::ops::call(op, attrs, inputs).map_err(to_py));
-    let on_gpu = inputs.first().is_some_and(|t| t.device().kind == DeviceKind::Cuda);
-    let outputs = if on_gpu { call() } else { py.detach(call) }?;
+    let on_gpu = inputs.first().is_some_and(|t| !nbxtensor::backend::of(t.device()).host_addressable());
+    let outputs = computed(py, on_gpu, || nbxtensor::ops::call(op, attrs, inputs))?;
     Ok(outputs.into_iter().map(Tensor::wrap).collect())
 }
 
@@ -79,10 +77,125 @@ fn call_one(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, attrs: Option<&Bound
     }
 }
 
-/// The CPU backend's capability table, printed (one line per op and its dtypes).
+/// A binary operand from Python: a tensor, a Python scalar (weak in promotion), or anything
+/// numpy reads (a numpy scalar or array: strong, its own dtype), made a tensor on the host.
+pub enum PyOperand {
+    /// A tensor.
+    Tensor(nbxtensor::Tensor),
+    /// A Python bool, int, float or complex.
+    Scalar(nbxtensor::ops::Scalar),
+}
+
+impl PyOperand {
+    /// `value` as an operand; `None` for what no operand can be (the caller's `NotImplemented`).
+    pub fn of(value: &Bound<'_, PyAny>) -> PyResult<Option<PyOperand>> {
+        if let Ok(t) = value.cast::<Tensor>() {
+            return Ok(Some(PyOperand::Tensor(t.get().inner.clone())));
+        }
+        if let Ok(scalar) = crate::dtype::promotion::py_scalar(value, true) {
+            return Ok(Some(PyOperand::Scalar(scalar)));
+        }
+        let numpy = value.py().import("numpy")?;
+        let is_numpy =
+            value.is_instance(&numpy.getattr("generic")?)? || value.is_instance(&numpy.getattr("ndarray")?)?;
+        if is_numpy || value.hasattr("__dlpack__")? {
+            let tensor = value.py().import("nbxtensor.tensor")?.call_method1("asarray", (value,))?;
+            return Ok(Some(PyOperand::Tensor(tensor.cast::<Tensor>()?.get().inner.clone())));
+        }
+        Ok(None)
+    }
+
+    /// The core's operand.
+    pub fn as_operand(&self) -> nbxtensor::ops::Operand<'_> {
+        match self {
+            PyOperand::Tensor(t) => nbxtensor::ops::Operand::Tensor(t),
+            PyOperand::Scalar(s) => nbxtensor::ops::Operand::Scalar(*s),
+        }
+    }
+
+    fn on_gpu(&self) -> bool {
+        matches!(self, PyOperand::Tensor(t) if !nbxtensor::backend::of(t.device()).host_addressable())
+    }
+}
+
+fn operand(op: &str, value: &Bound<'_, PyAny>) -> PyResult<PyOperand> {
+    PyOperand::of(value)?.ok_or_else(|| {
+        pyo3::exceptions::PyTypeError::new_err(format!(
+            "{op}: an operand must be a tensor, a number or an array, got {}",
+            value.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
+/// Runs `f` (a call into the core) without the interpreter lock on the host; on a GPU (which
+/// only queues) with it. Its error becomes the Python exception the spec gives it, and a panic
+/// an `InternalError` (see [`guard`]).
+pub fn computed<T: Send, E: Into<nbxtensor::Error>>(
+    py: Python<'_>,
+    on_gpu: bool,
+    f: impl FnOnce() -> Result<T, E> + Send,
+) -> PyResult<T> {
+    let guarded = || guard(|| f().map_err(to_py));
+    if on_gpu {
+        guarded()
+    } else {
+        py.detach(guarded)
+    }
+}
+
+/// `op` of the binary ops on `a` and `b` (tensors, Python scalars, numpy scalars or arrays),
+/// promoted as the core decides.
+pub fn binary_of(py: Python<'_>, op: &str, a: &PyOperand, b: &PyOperand) -> PyResult<Tensor> {
+    let which = nbxtensor::ops::spec::binary::BinaryOp::from_name(op)
+        .ok_or_else(|| PyValueError::new_err(format!("binary: '{op}' is not a binary op")))?;
+    let on_gpu = a.on_gpu() || b.on_gpu();
+    computed(py, on_gpu, || nbxtensor::ops::binary(which, a.as_operand(), b.as_operand()))
+        .map(Tensor::wrap)
+}
+
+/// A binary op by name on two operands (tensors or numbers), promoted as the Array API says
+/// (Python scalars weak).
+#[pyfunction]
+fn binary(py: Python<'_>, op: &str, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    binary_of(py, op, &operand(op, a)?, &operand(op, b)?)
+}
+
+/// A unary op by name (a float-only op reads integers and bool as float32).
+#[pyfunction]
+fn unary(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>) -> PyResult<Tensor> {
+    let which = nbxtensor::ops::spec::unary::UnaryOp::from_name(op)
+        .ok_or_else(|| PyValueError::new_err(format!("unary: '{op}' is not a unary op")))?;
+    let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
+    let x = x.inner.clone();
+    computed(py, on_gpu, || nbxtensor::ops::unary(which, &x)).map(Tensor::wrap)
+}
+
+/// `a` where `cond` is true, else `b` (a and b tensors or numbers, promoted).
+#[pyfunction]
+#[pyo3(name = "where")]
+fn where_(py: Python<'_>, cond: PyRef<'_, Tensor>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let (a, b) = (operand("where", a)?, operand("where", b)?);
+    let on_gpu = !nbxtensor::backend::of(cond.inner.device()).host_addressable();
+    let cond = cond.inner.clone();
+    computed(py, on_gpu, || cond.if_else(a.as_operand(), b.as_operand())).map(Tensor::wrap)
+}
+
+/// A reduction by name over `axes` (None: every axis; argmax: one axis), as the typed API
+/// reads its input (mean reads integers as float32).
+#[pyfunction]
+#[pyo3(signature = (op, x, axes = None, keepdim = false))]
+fn reduce(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axes: Option<Vec<i64>>, keepdim: bool) -> PyResult<Tensor> {
+    let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
+    let which = nbxtensor::ops::spec::reduce::ReduceOp::from_name(op)
+        .ok_or_else(|| PyValueError::new_err(format!("reduce: '{op}' is not a reduction")))?;
+    let x = x.inner.clone();
+    computed(py, on_gpu, || x.reduce(which, axes.as_deref(), keepdim)).map(Tensor::wrap)
+}
+
+/// The CPU backend's launch table, printed (one line per op and its dtypes).
 #[pyfunction]
 fn capability_table() -> String {
-    cpu().table().to_string()
+    cpu().launches().to_string()
 }
 
 /// Registers the module's functions.
@@ -90,5 +203,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(call, m)?)?;
     m.add_function(wrap_pyfunction!(call_one, m)?)?;
     m.add_function(wrap_pyfunction!(capability_table, m)?)?;
+    m.add_function(wrap_pyfunction!(binary, m)?)?;
+    m.add_function(wrap_pyfunction!(unary, m)?)?;
+    m.add_function(wrap_pyfunction!(where_, m)?)?;
+    m.add_function(wrap_pyfunction!(reduce, m)?)?;
     Ok(())
 }

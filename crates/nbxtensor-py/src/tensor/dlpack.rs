@@ -8,7 +8,7 @@
 
 use super::Tensor;
 use crate::errors::{guard, to_py};
-use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED, KDL_CPU};
+use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED};
 use nbxtensor::tensor::Tensor as CoreTensor;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
@@ -92,29 +92,14 @@ pub fn export(
     dl_device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyAny>> {
-    let device = tensor.device();
-    if device.kind == nbxtensor::memory::DeviceKind::Cuda {
-        // the stream rule: the consumer's stream must see every write queued so far
-        let consumer = match stream.filter(|s| !s.is_none()) {
-            None => Some(1),
-            Some(s) => match s.extract::<i64>() {
-                Ok(-1) => None,
-                Ok(0) => {
-                    return Err(PyValueError::new_err(
-                        "__dlpack__: stream 0 is ambiguous for CUDA; pass 1 (legacy default), 2 (per-thread default), a stream handle, or -1",
-                    ))
-                }
-                Ok(handle) if handle > 0 => Some(handle as u64),
-                _ => return Err(PyValueError::new_err("__dlpack__: stream must be None, -1 or a positive stream handle")),
-            },
-        };
-        if let Some(consumer) = consumer {
-            let context = nbxtensor::memory::cuda::context(device.index).map_err(PyBufferError::new_err)?;
-            context.order_before(consumer).map_err(PyBufferError::new_err)?;
-        }
-    } else if stream.is_some_and(|s| !s.is_none()) {
-        return Err(PyValueError::new_err("__dlpack__: a host tensor takes no stream (stream must be None)"));
-    }
+    let stream = match stream.filter(|s| !s.is_none()) {
+        None => None,
+        Some(s) => Some(
+            s.extract::<i64>().map_err(|_| PyValueError::new_err("__dlpack__: stream must be None or an integer"))?,
+        ),
+    };
+    // the stream rule: the consumer's stream must see every write queued so far
+    nbxtensor::backend::of(tensor.device()).dlpack_export_stream(stream).map_err(PyValueError::new_err)?;
     if let Some(device) = dl_device.filter(|d| !d.is_none()) {
         let (kind, index) = device
             .extract::<(i32, i32)>()
@@ -150,12 +135,7 @@ fn deep_copy(tensor: &CoreTensor) -> nbxtensor::tensor::Result<CoreTensor> {
 
 /// `Tensor.__dlpack_device__`: `(device_type, device_id)`.
 pub fn device_of(tensor: &CoreTensor) -> (i32, i32) {
-    let device = tensor.device();
-    let kind = match device.kind {
-        nbxtensor::memory::DeviceKind::Cpu => KDL_CPU,
-        nbxtensor::memory::DeviceKind::Cuda => dlpack::KDL_CUDA,
-    };
-    (kind, device.index as i32)
+    nbxtensor::backend::of(tensor.device()).dlpack_device()
 }
 
 /// Takes the tensor out of a capsule: checks its name, renames it used, imports it.
@@ -205,16 +185,14 @@ pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, copy: Option<bool>) -> 
         let kwargs = pyo3::types::PyDict::new(py);
         if x.hasattr("__dlpack_device__")? {
             let (kind, index): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
-            if kind == dlpack::KDL_CUDA {
-                // the producer orders its writes before our stream (DLPack's stream rule)
-                let index = u32::try_from(index)
-                    .map_err(|_| PyBufferError::new_err(format!("from_dlpack: CUDA device id {index} is negative")))?;
-                let context = nbxtensor::memory::cuda::context(index).map_err(PyBufferError::new_err)?;
-                kwargs.set_item("stream", context.stream_handle())?;
-            } else if kind != KDL_CPU && kind != dlpack::KDL_CUDA_HOST {
-                return Err(PyBufferError::new_err(format!(
-                    "from_dlpack: the producer's memory is on DLPack device ({kind}, {index}); this build reads host and CUDA memory"
-                )));
+            let device = nbxtensor::backend::device_of_dlpack(kind, index)
+                .map_err(|e| PyBufferError::new_err(format!("from_dlpack: {e}")))?;
+            // the producer orders its writes before our stream (DLPack's stream rule)
+            let backend = nbxtensor::backend::of(device);
+            if kind == backend.dlpack_device().0 {
+                if let Some(stream) = backend.dlpack_import_stream().map_err(PyBufferError::new_err)? {
+                    kwargs.set_item("stream", stream)?;
+                }
             }
         }
         kwargs.set_item("max_version", dlpack::VERSION.major_minor())?;

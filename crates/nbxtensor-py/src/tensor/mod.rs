@@ -6,6 +6,7 @@
 pub mod dlpack;
 
 use crate::errors::{guard, to_py};
+use crate::ops::call::{binary_of, computed, PyOperand};
 use crate::shape::{dims_of, int_of};
 use nbxtensor::facts::Kind;
 use nbxtensor::memory::host_allocator;
@@ -309,55 +310,145 @@ impl Tensor {
         Ok(array)
     }
 
-    fn __add__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __add__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "add", slf.as_any(), other)
     }
 
-    fn __radd__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __radd__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "add", other, slf.as_any())
     }
 
-    fn __sub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __sub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "sub", slf.as_any(), other)
     }
 
-    fn __rsub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __rsub__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "sub", other, slf.as_any())
     }
 
-    fn __mul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __mul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "mul", slf.as_any(), other)
     }
 
-    fn __rmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __rmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "mul", other, slf.as_any())
     }
 
-    fn __truediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __truediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "div", slf.as_any(), other)
     }
 
-    fn __rtruediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn __rtruediv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
         operator(slf.py(), "div", other, slf.as_any())
     }
 
-    fn __matmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        operator(slf.py(), "matmul", slf.as_any(), other)
+    fn __floordiv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "floor_divide", slf.as_any(), other)
     }
 
-    fn __rmatmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        operator(slf.py(), "matmul", other, slf.as_any())
+    fn __rfloordiv__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "floor_divide", other, slf.as_any())
     }
 
-    fn __neg__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("nbxtensor.ops")?.call_method1("neg", (slf,))
+    fn __mod__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "remainder", slf.as_any(), other)
+    }
+
+    fn __rmod__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "remainder", other, slf.as_any())
+    }
+
+    fn __pow__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err("pow() with a modulus is not supported for tensors"));
+        }
+        operator(slf.py(), "pow", slf.as_any(), other)
+    }
+
+    fn __rpow__<'py>(
+        slf: &Bound<'py, Self>,
+        other: &Bound<'py, PyAny>,
+        modulo: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if modulo.is_some_and(|m| !m.is_none()) {
+            return Err(pyo3::exceptions::PyTypeError::new_err("pow() with a modulus is not supported for tensors"));
+        }
+        operator(slf.py(), "pow", other, slf.as_any())
+    }
+
+    fn __and__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_and", slf.as_any(), other)
+    }
+
+    fn __rand__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_and", other, slf.as_any())
+    }
+
+    fn __or__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_or", slf.as_any(), other)
+    }
+
+    fn __ror__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_or", other, slf.as_any())
+    }
+
+    fn __xor__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_xor", slf.as_any(), other)
+    }
+
+    fn __rxor__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_xor", other, slf.as_any())
+    }
+
+    fn __lshift__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_left_shift", slf.as_any(), other)
+    }
+
+    fn __rlshift__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_left_shift", other, slf.as_any())
+    }
+
+    fn __rshift__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_right_shift", slf.as_any(), other)
+    }
+
+    fn __rrshift__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        operator(slf.py(), "bitwise_right_shift", other, slf.as_any())
+    }
+
+    fn __matmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        product(slf.py(), slf.as_any(), other)
+    }
+
+    fn __rmatmul__<'py>(slf: &Bound<'py, Self>, other: &Bound<'py, PyAny>) -> PyResult<Py<PyAny>> {
+        product(slf.py(), other, slf.as_any())
+    }
+
+    fn __neg__(&self) -> PyResult<Tensor> {
+        guard(|| self.inner.neg().map(Tensor::wrap).map_err(to_py))
+    }
+
+    fn __abs__(&self) -> PyResult<Tensor> {
+        guard(|| self.inner.abs().map(Tensor::wrap).map_err(to_py))
+    }
+
+    fn __invert__(&self) -> PyResult<Tensor> {
+        guard(|| self.inner.bitwise_invert().map(Tensor::wrap).map_err(to_py))
+    }
+
+    fn __pos__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
     }
 
     fn __richcmp__<'py>(
         slf: &Bound<'py, Self>,
         other: &Bound<'py, PyAny>,
         op: pyo3::basic::CompareOp,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Py<PyAny>> {
         use pyo3::basic::CompareOp;
         let name = match op {
             CompareOp::Eq => "eq",
@@ -389,15 +480,24 @@ impl Tensor {
     }
 }
 
-/// An operator as the `nbxtensor.ops` function of that name (which promotes dtypes and reads
-/// Python scalars as weak).
-fn operator<'py>(
-    py: Python<'py>,
-    op: &str,
-    left: &Bound<'py, PyAny>,
-    right: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    py.import("nbxtensor.ops")?.call_method1(op, (left, right))
+/// A binary operator: the core's op of that name on the two operands (promoted there);
+/// `NotImplemented` for an operand that is neither a tensor, a number nor an array, so that
+/// Python tries the other operand's method.
+fn operator(py: Python<'_>, op: &str, left: &Bound<'_, PyAny>, right: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (Some(a), Some(b)) = (PyOperand::of(left)?, PyOperand::of(right)?) else {
+        return Ok(py.NotImplemented());
+    };
+    Ok(binary_of(py, op, &a, &b)?.into_pyobject(py)?.into_any().unbind())
+}
+
+/// `left @ right`: the core's matmul of the two (an array operand made a tensor first).
+fn product(py: Python<'_>, left: &Bound<'_, PyAny>, right: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let (Some(PyOperand::Tensor(a)), Some(PyOperand::Tensor(b))) = (PyOperand::of(left)?, PyOperand::of(right)?) else {
+        return Ok(py.NotImplemented());
+    };
+    let on_gpu = !nbxtensor::backend::of(a.device()).host_addressable();
+    let result = computed(py, on_gpu, || a.matmul(&b))?;
+    Ok(Tensor::wrap(result).into_pyobject(py)?.into_any().unbind())
 }
 
 /// Registers the class and `from_dlpack`.

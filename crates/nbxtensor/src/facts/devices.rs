@@ -184,11 +184,24 @@ pub fn device_names() -> Vec<(&'static str, &'static str)> {
 /// # Ok::<(), nbxtensor::facts::FactsError>(())
 /// ```
 pub fn arch_string(device_name: &str) -> Result<String> {
+    let (vendor, name) = recognise(device_name)?;
+    Ok(entry(vendor, name)?.file.compute_capability.clone())
+}
+
+/// The `(vendor, name)` of the device file that recognises `device_name` (a driver's name,
+/// trimmed and case-folded, or a key); refused listing the known names.
+///
+/// ```
+/// use nbxtensor::facts::recognise;
+/// assert_eq!(recognise("NVIDIA H200")?, ("nvidia", "h200"));
+/// # Ok::<(), nbxtensor::facts::FactsError>(())
+/// ```
+pub fn recognise(device_name: &str) -> Result<(&'static str, &'static str)> {
     let wanted = device_name.trim().to_lowercase();
     registry()
         .iter()
         .find(|e| e.file.names.iter().any(|n| n.trim().to_lowercase() == wanted) || e.file.compute_capability == wanted)
-        .map(|e| e.file.compute_capability.clone())
+        .map(|e| (e.vendor, e.name))
         .ok_or_else(|| FactsError::UnrecognisedName {
             name: device_name.to_owned(),
             known: registry()

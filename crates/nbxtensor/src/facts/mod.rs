@@ -15,7 +15,7 @@ mod policy_table;
 pub use device_file::{Compute, DeviceFile, FactValue, MatrixUnit, Memory, Peak, PEAK_DTYPES};
 pub use devices::{
     arch_string, computes_float64, device_description, device_facts, device_file, device_names, devices, fact,
-    shares_host_memory, vendors, HOST_CPU_NAME, HOST_CPU_VENDOR,
+    recognise, shares_host_memory, vendors, HOST_CPU_NAME, HOST_CPU_VENDOR,
 };
 pub use dtype_table::{ChannelWord, DTypeEntry, DlpackType, FloatFormat, Group, Kind, Packed};
 pub use error::{FactsError, Result};

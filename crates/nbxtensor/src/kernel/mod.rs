@@ -45,6 +45,11 @@ impl<'a> Workspace<'a> {
         Workspace { ptr: bytes.as_mut_ptr(), len: bytes.len(), device: Device::CPU, _bytes: PhantomData }
     }
 
+    /// No bytes, on `device` (a launch that declared no workspace).
+    pub fn empty(device: Device) -> Workspace<'a> {
+        Workspace { ptr: std::ptr::NonNull::<u64>::dangling().as_ptr().cast(), len: 0, device, _bytes: PhantomData }
+    }
+
     /// `len` bytes at `ptr` on `device` (a device address on a GPU).
     ///
     /// # Safety
@@ -110,5 +115,11 @@ pub trait Kernel: Send + Sync {
     /// reads to pick the matrix or the vector peak.
     fn uses_matrix_unit(&self) -> bool {
         false
+    }
+
+    /// The op spec the kernel runs, when it is a backend's launch of one (a kernel of one's
+    /// own may have none).
+    fn spec(&self) -> Option<&dyn crate::ops::spec::Spec> {
+        None
     }
 }

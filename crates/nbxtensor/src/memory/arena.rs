@@ -1,22 +1,15 @@
 //! The arena of a planned program: one block on one device, and regions at offsets a planner
 //! chose.
 
-use super::cuda::{cuda_allocator, CudaBlock};
-use super::{host_allocator, Allocator, Device, DeviceKind, HostBlock, MemoryError};
+use super::{Device, MemoryError};
+use crate::backend::{self, Block};
 use std::sync::Arc;
-
-/// The one block of an arena.
-enum Block {
-    Host(HostBlock),
-    Cuda(CudaBlock),
-}
 
 /// One block holding every buffer of a planned program at its planned offset.
 pub struct Arena {
     block: Block,
     device: Device,
 }
-
 /// A byte range of an arena; keeps the arena alive.
 #[derive(Clone)]
 pub struct Region {
@@ -43,19 +36,13 @@ impl Arena {
     /// An arena of `bytes` on `device`: one allocation, exact on a GPU (not pooled), counted
     /// against the limit.
     pub fn on(device: Device, bytes: usize) -> Result<Arc<Arena>, MemoryError> {
-        let block = match device.kind {
-            DeviceKind::Cpu => Block::Host(host_allocator().alloc(bytes)?),
-            DeviceKind::Cuda => Block::Cuda(cuda_allocator(device.index)?.alloc_exact(bytes)?),
-        };
+        let block = backend::of(device).alloc_exact(bytes)?;
         Ok(Arc::new(Arena { block, device }))
     }
 
     /// The arena's size in bytes.
     pub fn len(&self) -> usize {
-        match &self.block {
-            Block::Host(block) => block.len(),
-            Block::Cuda(block) => block.len(),
-        }
+        self.block.len()
     }
 
     /// Whether the arena holds no byte.
@@ -70,10 +57,7 @@ impl Arena {
 
     /// The first byte (a device address on a GPU).
     fn base(&self) -> *mut u8 {
-        match &self.block {
-            Block::Host(block) => block.as_ptr(),
-            Block::Cuda(block) => block.device_ptr() as *mut u8,
-        }
+        self.block.address() as *mut u8
     }
 
     /// The region `offset..offset + len`, refused outside the arena.

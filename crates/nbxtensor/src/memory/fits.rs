@@ -1,8 +1,8 @@
 //! Whether a planned amount of memory can ever be had on a device: the check a plan passes
 //! before anything is allocated.
 
-use super::cuda::cuda_allocator;
-use super::{host_allocator, Device, DeviceKind, MemoryError};
+use super::{Device, DeviceKind, MemoryError};
+use crate::backend;
 
 /// Refuses `bytes` (one planned block, `what` names it) over the limit in force on `device`:
 /// the limit set, or the device's own memory when none is set (a GPU that is not present is
@@ -18,21 +18,15 @@ use super::{host_allocator, Device, DeviceKind, MemoryError};
 /// # Ok::<(), nbxtensor::memory::MemoryError>(())
 /// ```
 pub fn check_fits(device: Device, bytes: u64, what: &str) -> Result<(), MemoryError> {
-    let (limit, in_use) = match device.kind {
-        DeviceKind::Cpu => {
-            let host = host_allocator();
-            (host.limit()?, super::Allocator::in_use(host))
-        }
-        DeviceKind::Cuda => {
-            match cuda_allocator(device.index).and_then(|c| Ok((c.limit()?, super::Allocator::in_use(c)))) {
-                Ok(known) => known,
-                // a plan made without the device (a dry run): only a limit set can refuse it
-                Err(_) => match crate::settings::memory_limit::limit() {
-                    Some(limit) => (limit, 0),
-                    None => return Ok(()),
-                },
-            }
-        }
+    let backend = backend::of(device);
+    let (limit, in_use) = match backend.limit() {
+        Ok(limit) => (limit, backend.in_use()),
+        // a GPU plan made without the device (a dry run): only a limit set can refuse it
+        Err(_) if device.kind != DeviceKind::Cpu => match crate::settings::memory_limit::limit() {
+            Some(limit) => (limit, 0),
+            None => return Ok(()),
+        },
+        Err(e) => return Err(e),
     };
     if bytes > limit {
         return Err(MemoryError::OverLimit { device: format!("{device} ({what})"), asked: bytes, in_use, limit });

@@ -1,6 +1,7 @@
-//! The memory layer: devices, one [`Allocator`] per device, the [`Arena`] a planned program
-//! runs in, the static [planner](Plan) that lays a program's buffers out in it, and the process
-//! memory limit every allocator holds to.
+//! The memory layer: devices, the [`Allocator`] contract and the host's allocator (a GPU's
+//! lives in its backend's folder), the [`Arena`] a planned program runs in, the static
+//! [planner](Plan) that lays a program's buffers out in it, and the process memory limit
+//! every allocator holds to.
 //!
 //! Every allocation is counted against the limit in force
 //! ([`crate::settings::memory_limit`]): a request that would pass it fails with an error
@@ -8,7 +9,6 @@
 
 mod allocator;
 mod arena;
-pub mod cuda;
 mod device;
 mod error;
 mod fits;

@@ -1,26 +1,40 @@
-//! Eager ops: an op call looks up its kernel in the backend's capability table, reads the
-//! kernel's declaration, allocates the declared outputs and workspace, and launches it.
+//! Ops: what each op means ([`spec`], once above every backend), the typed Rust API (a
+//! [`Tensor`] method per op, with promotion and weak scalars decided here), precision
+//! policies applied to op calls, and the eager call path.
 //!
-//! Two things can stand between the declaration and the launch: a program being traced on
-//! this thread ([`start_recording`]: the launch is recorded over symbolic buffers, nothing
-//! runs), and an active launch observer (a dry run: the observer records the launch key,
-//! nothing runs, the outputs are symbolic).
+//! An eager call binds the op's spec, finds the launch of the inputs' device's backend,
+//! reads the declaration, allocates the declared outputs and workspace, and launches. Two
+//! things can stand between the declaration and the launch: a program being traced on this
+//! thread ([`start_recording`]: the launch is recorded over symbolic buffers, nothing runs),
+//! and an active launch observer (a dry run: the observer records the launch key, nothing
+//! runs, the outputs are symbolic).
 //!
 //! ```
-//! use nbxtensor::{ops, tensor::Tensor, kernel::Attrs};
+//! use nbxtensor::{ops, kernel::Attrs, Tensor};
 //! let x = Tensor::from_vec(vec![0.0f32, 1.0], &[2])?;
-//! let y = ops::call("exp", &Attrs::new(), &[&x])?.remove(0);
+//! let y = x.exp()?;                                            // the typed API
 //! assert_eq!(y.to_vec::<f32>()?, vec![1.0, 1.0f32.exp()]);
+//! let same = ops::call("exp", &Attrs::new(), &[&x])?.remove(0);  // the string entry point
+//! assert_eq!(same.to_vec::<f32>()?, y.to_vec::<f32>()?);
 //! # Ok::<(), nbxtensor::kernel::KernelError>(())
 //! ```
 
-use crate::backend::for_device;
+mod methods;
+mod operand;
+mod policy;
+pub mod spec;
+
+pub use methods::{binary, unary};
+pub use operand::{Operand, Scalar};
+pub use policy::{call_with_policy, policy_in_force, with_policy};
+
+use crate::backend;
 use crate::dtype::DType;
 use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, TensorMeta, Workspace};
-use crate::memory::cuda::cuda_allocator;
-use crate::memory::{host_allocator, Allocator, Device, DeviceKind};
+use crate::memory::Device;
 use crate::settings::launch_observer;
 use crate::tensor::{Storage, Tensor, TensorError};
+use spec::Spec;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -60,25 +74,64 @@ pub fn finish_recording() -> Vec<Recorded> {
     RECORDING.with(|r| r.borrow_mut().take()).unwrap_or_default()
 }
 
-/// Calls `op` with `attrs` on `inputs` on the backend of the inputs' device; returns the
-/// outputs (on that device).
-pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+/// The device every input lives on; inputs on two devices are refused naming `op`.
+fn device_of(op: &str, inputs: &[&Tensor]) -> Result<Device, KernelError> {
     let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
     if let Some(other) = inputs.iter().find(|t| t.device() != device) {
-        let backend = for_device(device)?;
         return Err(KernelError::Invalid(format!(
-            "{op}: an input lives on {}, the {} backend runs on {}",
-            other.device(),
-            backend.name(),
-            backend.device()
+            "{op}: an input lives on {}, another on {device}: move them to one device first",
+            other.device()
         )));
     }
+    Ok(device)
+}
+
+/// Calls `op` with `attrs` on `inputs` on the backend of the inputs' device; returns the
+/// outputs (on that device). The op is dispatched on its first input's dtype, exactly: the
+/// string entry point neither promotes nor casts (the [`Tensor`] methods do), except under a
+/// precision policy in force on this thread ([`with_policy`]).
+pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    match policy_in_force() {
+        Some(policy) => call_with_policy(&policy, op, attrs, inputs),
+        None => call_exact(op, attrs, inputs),
+    }
+}
+
+/// `op` on `inputs` dispatched on the first input's dtype, whatever policy is in force.
+fn call_exact(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let device = device_of(op, inputs)?;
     let dtype = inputs
         .first()
         .map(|t| t.dtype())
         .ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
     let kernel = made_kernel(device, op, dtype, attrs)?;
     call_kernel(&kernel, inputs)
+}
+
+/// Runs a bound spec on `inputs` (the typed API's path): the launch of the inputs' device's
+/// backend for the spec's op and dtype.
+pub fn run(spec: Arc<dyn Spec>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    let device = device_of(spec.op(), inputs)?;
+    let kernel = backend::of(device).launches().kernel(spec)?;
+    call_kernel(&kernel, inputs)
+}
+
+/// The spec `build` makes for the dispatch dtype, run on `inputs` (the typed API's path): under
+/// a policy in force, the float inputs are cast to the dtype `op` computes in first.
+fn apply<S: Spec>(
+    op: &str,
+    inputs: &[&Tensor],
+    build: impl FnOnce(DType) -> Result<S, KernelError>,
+) -> Result<Vec<Tensor>, KernelError> {
+    let first = inputs.first().ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
+    match policy_in_force() {
+        None => run(Arc::new(build(first.dtype())?), inputs),
+        Some(policy) => {
+            let cast = policy::cast_for(&policy, op, inputs)?;
+            let refs: Vec<&Tensor> = cast.iter().collect();
+            run(Arc::new(build(refs[0].dtype())?), &refs)
+        }
+    }
 }
 
 /// How many kernels a thread keeps from its recent op calls.
@@ -99,8 +152,8 @@ thread_local! {
     static MADE: RefCell<Vec<Made>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The kernel of `op` on `dtype` with `attrs` from `device`'s backend: one this thread made
-/// recently, or a new one.
+/// The kernel of `op` on `dtype` with `attrs` on `device`'s backend: one this thread made
+/// recently, or a new one (the spec bound once, its attributes parsed once).
 fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Kernel>, KernelError> {
     let recent = MADE.with(|made| {
         let mut made = made.borrow_mut();
@@ -115,7 +168,7 @@ fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<
     if let Some(kernel) = recent {
         return Ok(kernel);
     }
-    let kernel: Arc<dyn Kernel> = for_device(device)?.table().kernel(op, dtype, attrs)?.into();
+    let kernel = backend::of(device).launches().kernel(spec::bind(op, dtype, attrs)?)?;
     MADE.with(|made| {
         let mut made = made.borrow_mut();
         made.truncate(KERNELS_KEPT - 1);
@@ -167,17 +220,12 @@ pub fn with_workspace<T>(
     bytes: usize,
     f: impl FnOnce(Workspace<'_>) -> Result<T, KernelError>,
 ) -> Result<T, KernelError> {
-    match device.kind {
-        DeviceKind::Cpu => {
-            let mut block = host_allocator().alloc(bytes).map_err(TensorError::from)?;
-            f(Workspace::host(block.as_mut_slice()))
-        }
-        DeviceKind::Cuda => {
-            let block = cuda_allocator(device.index).and_then(|a| a.alloc(bytes)).map_err(TensorError::from)?;
-            // SAFETY: the block is this launch's alone while f runs.
-            f(unsafe { Workspace::from_raw(block.device_ptr() as *mut u8, bytes, device) })
-        }
+    if bytes == 0 {
+        return f(Workspace::empty(device));
     }
+    let block = backend::of(device).alloc(bytes).map_err(TensorError::from)?;
+    // SAFETY: the block is this launch's alone while f runs.
+    f(unsafe { Workspace::from_raw(block.address() as *mut u8, bytes, device) })
 }
 
 /// A contiguous symbolic tensor of a declared output, on `device`.

@@ -2,18 +2,17 @@
 //! for byte against an eager run before it is trusted.
 
 use super::{Executable, ProgramError, Result, Source};
-use crate::backend::cuda::CudaGraph;
+use crate::backend::{self, Graph};
 use crate::kernel::{KernelError, Launch};
-use crate::memory::DeviceKind;
 use crate::ops::with_workspace;
 use crate::tensor::Tensor;
 
 /// A captured program whose first replay matched the eager run byte for byte: replaying it
 /// runs the bound launches with no allocation, dispatch or lookup (on a GPU, one launch of
-/// the CUDA graph that recorded them).
+/// the graph that recorded them).
 pub struct Replay {
     executable: Executable,
-    graph: Option<CudaGraph>,
+    graph: Option<Box<dyn Graph>>,
 }
 
 impl Executable {
@@ -24,19 +23,19 @@ impl Executable {
     /// after its last reader, so the capture holds the arena and the eager run's live values,
     /// never every launch's output at once.
     ///
-    /// On a GPU the launches are then recorded as a CUDA graph, and the graph's first replay
+    /// On a device that records graphs (a GPU) the launches are then recorded as one, and its first replay
     /// must give the same outputs as the launches did one by one; a difference names the
     /// launch that wrote the differing output.
     pub fn capture(self, inputs: &[&Tensor]) -> Result<Replay> {
         self.check_launches(inputs)?;
-        let device = self.arena.device();
-        if device.kind != DeviceKind::Cuda {
+        let device = backend::of(self.arena.device());
+        let mut queue = || (0..self.steps.len()).try_for_each(|i| self.launch(i).map_err(to_kernel));
+        let Some(graph) = device.capture(&mut queue)? else {
             return Ok(Replay { executable: self, graph: None });
-        }
+        };
+        // recording ran nothing: the outputs still hold the launch-by-launch run's bytes
         let expected = self.outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?;
         self.load_inputs(inputs)?;
-        let graph =
-            CudaGraph::capture(device, || (0..self.steps.len()).try_for_each(|i| self.launch(i).map_err(to_kernel)))?;
         graph.launch()?;
         graph.synchronize()?;
         let replayed = self.outputs.iter().map(|t| t.to_bytes()).collect::<Result<Vec<_>, _>>()?;
@@ -149,9 +148,9 @@ impl Replay {
         }
     }
 
-    /// The CUDA graph a GPU program replays (`None` on the CPU).
-    pub fn graph(&self) -> Option<&CudaGraph> {
-        self.graph.as_ref()
+    /// The graph a GPU program replays (`None` on the CPU, which replays its launch list).
+    pub fn graph(&self) -> Option<&dyn Graph> {
+        self.graph.as_deref()
     }
 
     /// The executable behind the replay.

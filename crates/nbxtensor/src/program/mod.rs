@@ -7,7 +7,7 @@
 //!    the static planner (in place where a kernel declares it safe); the program's price (its
 //!    peak memory, flops and bytes) is known here, before anything is allocated.
 //! 3. Execute: one arena allocation, then launches over planned addresses.
-//! 4. Capture: the launch list itself. The first replay is compared byte for byte with an eager
+//! 4. Capture: the launch list itself (a graph on a device that records them). The first replay is compared byte for byte with an eager
 //!    run on the same inputs; a difference refuses the capture and names the first launch
 //!    whose output differs.
 //! 5. Replay: no allocation, no dispatch, no lookups: the launches with their tensors bound.
@@ -23,8 +23,8 @@ pub use capture::Replay;
 pub use error::ProgramError;
 pub use execute::Executable;
 pub use plan::ProgramPlan;
-pub use price::{Peaks, Price};
-pub use trace::{trace, BufferId, Operand, Program, Source, Step};
+pub use price::Price;
+pub use trace::{trace, trace_with_policy, BufferId, Operand, Program, Source, Step};
 
 /// A result of the program layer.
 pub type Result<T, E = ProgramError> = std::result::Result<T, E>;

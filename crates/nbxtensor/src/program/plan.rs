@@ -2,8 +2,8 @@
 //! offsets in one arena from the static planner.
 
 use super::{Program, ProgramError, Result, Source};
-use crate::memory::cuda::DEVICE_ALIGNMENT;
-use crate::memory::{host_allocator, BufferRequest, DeviceKind, Plan, HOST_ALIGNMENT};
+use crate::backend;
+use crate::memory::{BufferRequest, Device, Plan};
 
 /// A program's memory plan: the arena offset of each buffer and of each launch's workspace.
 #[derive(Clone, Debug)]
@@ -16,6 +16,8 @@ pub struct ProgramPlan {
     pub buffer_offsets: Vec<u64>,
     /// Each launch's workspace offset.
     pub workspace_offsets: Vec<u64>,
+    /// The device the arena lives on.
+    pub device: Device,
 }
 
 impl ProgramPlan {
@@ -24,10 +26,10 @@ impl ProgramPlan {
         self.plan.arena_bytes
     }
 
-    /// The bytes the host allocator takes for the arena (its size class): what executing the
-    /// plan allocates, to the byte.
+    /// The bytes the device's allocator takes for the arena (its granularity): what executing
+    /// the plan allocates, to the byte.
     pub fn allocated_bytes(&self) -> u64 {
-        host_allocator().footprint(self.arena_bytes() as usize) as u64
+        backend::of(self.device).allocated_bytes(self.arena_bytes())
     }
 
     /// The plan's report (arena, bound, ratio, per-buffer table).
@@ -102,14 +104,11 @@ impl Program {
     /// limit.
     pub fn plan(&self) -> Result<ProgramPlan> {
         let requests = self.requests();
-        let alignment = match self.device.kind {
-            DeviceKind::Cpu => HOST_ALIGNMENT as u64,
-            DeviceKind::Cuda => DEVICE_ALIGNMENT,
-        };
+        let alignment = backend::of(self.device).alignment();
         let plan = Plan::new(&requests, alignment).map_err(|e| ProgramError::Invalid(e.to_string()))?;
         crate::memory::check_fits(self.device, plan.arena_bytes, "the program's arena")?;
         let buffer_offsets = plan.offsets[..self.buffers.len()].to_vec();
         let workspace_offsets = plan.offsets[self.buffers.len()..].to_vec();
-        Ok(ProgramPlan { plan, requests, buffer_offsets, workspace_offsets })
+        Ok(ProgramPlan { plan, requests, buffer_offsets, workspace_offsets, device: self.device })
     }
 }

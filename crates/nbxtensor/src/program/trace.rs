@@ -1,6 +1,7 @@
 //! Tracing a model function into a [`Program`]: launches over symbolic buffers.
 
 use super::{ProgramError, Result};
+use crate::dtype::policy::Policy;
 use crate::kernel::{Cost, Kernel};
 use crate::memory::Device;
 use crate::ops;
@@ -90,6 +91,42 @@ pub struct Program {
 /// # Ok::<(), nbxtensor::program::ProgramError>(())
 /// ```
 pub fn trace(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>) -> Result<Program> {
+    record(inputs, model)
+}
+
+/// As [`trace`], with `policy` in force for every op the model calls: each op's class decides
+/// the dtype it computes in, its float inputs cast to it first (the casts recorded as
+/// launches), and the model's float outputs cast to the policy's output dtype at the end.
+///
+/// ```
+/// use nbxtensor::dtype::policy::Policy;
+/// use nbxtensor::{program, DType, Tensor};
+/// let x = Tensor::from_vec(vec![0.5f32; 8], &[2, 4])?;
+/// let w = Tensor::from_vec(vec![0.25f32; 16], &[4, 4])?;
+/// let policy = Policy::parse("params=float32,compute=bfloat16,output=float32")?;
+/// let p = program::trace_with_policy(&policy, &[x], |t| Ok(vec![t[0].linear(&w, None)?.softmax(-1)?]))?;
+/// let launched: Vec<String> = p.steps.iter().map(|s| s.kernel.key()).collect();
+/// assert_eq!(launched, ["cast:fp32:bf16", "cast:fp32:bf16", "linear:bf16", "cast:bf16:fp32", "softmax:fp32:axis=-1"]);
+/// # Ok::<(), nbxtensor::Error>(())
+/// ```
+pub fn trace_with_policy(
+    policy: &Policy,
+    inputs: &[Tensor],
+    model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
+) -> Result<Program> {
+    let output = policy.output();
+    record(inputs, |stand_ins| {
+        ops::with_policy(*policy, || {
+            let returned = model(stand_ins)?;
+            returned
+                .into_iter()
+                .map(|t| if t.dtype().is_float() && t.dtype() != output { Ok(t.cast(output)?) } else { Ok(t) })
+                .collect()
+        })
+    })
+}
+
+fn record(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>>) -> Result<Program> {
     let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
     if let Some(other) = inputs.iter().find(|t| t.device() != device) {
         return Err(ProgramError::Invalid(format!(

@@ -7,9 +7,12 @@
 //! - [`memory_limit`]: the card size every allocator holds to;
 //! - [`tiling`]: the tiling table (`data/tiling.yml`, or a table set whole);
 //! - [`autotune_store`]: where proven kernel settings are kept;
-//! - [`launch_observer`]: a watcher that makes launches run dry.
+//! - [`launch_observer`]: a watcher that makes launches run dry;
+//! - [`host`]: the services an application may pass in (device description, operand
+//!   decisions, where GPU builds are cached).
 
 pub mod autotune_store;
+pub mod host;
 pub mod host_memory;
 pub mod launch_observer;
 pub mod memory_limit;

@@ -1,8 +1,8 @@
 //! Copies: a strided layout gathered into a contiguous one, and element reads.
 
 use super::{Element, Result, Tensor, TensorError};
-use crate::memory::cuda::cuda_allocator;
-use crate::memory::{host_allocator, DeviceKind};
+use crate::backend;
+use crate::memory::host_allocator;
 use crate::shape;
 use std::sync::Arc;
 
@@ -34,7 +34,7 @@ impl Tensor {
         if self.numel() == 0 {
             return Ok(());
         }
-        if self.device() != crate::memory::Device::CPU {
+        if !backend::of(self.device()).host_addressable() {
             return self.to_host()?.copy_to(out);
         }
         let storage = self.storage.host_bytes()?;
@@ -108,27 +108,24 @@ impl Tensor {
         if len == 0 {
             return Ok(());
         }
-        match dst.device().kind {
-            DeviceKind::Cpu if !Arc::ptr_eq(self.storage(), dst.storage()) => {
-                // SAFETY: dst is contiguous with `len` bytes at data_ptr (checked above) in
-                // storage `self` does not read; the caller guarantees exclusive access.
-                self.copy_to(unsafe { std::slice::from_raw_parts_mut(dst.data_ptr(), len) })?;
-            }
-            DeviceKind::Cpu => {
+        let target = backend::of(dst.device());
+        let address = dst.data_ptr() as u64;
+        // SAFETY (all): dst is contiguous with `len` bytes at data_ptr (checked above); the
+        // caller guarantees exclusive access.
+        if target.host_addressable() {
+            if Arc::ptr_eq(self.storage(), dst.storage()) {
                 // one storage: the source's bytes may overlap the destination's (a move)
                 let bytes = self.host_bytes()?;
-                // SAFETY: dst is contiguous with `len` bytes at data_ptr (checked above); the
-                // caller guarantees exclusive access.
                 unsafe { std::ptr::copy(bytes.as_ptr(), dst.data_ptr(), len) };
+            } else {
+                // gathered (or read off the source's device) straight into the destination
+                self.copy_to(unsafe { std::slice::from_raw_parts_mut(dst.data_ptr(), len) })?;
             }
-            DeviceKind::Cuda => {
-                let allocator = cuda_allocator(dst.device().index)?;
-                if self.device() == dst.device() && self.is_contiguous() {
-                    allocator.copy_within(dst.data_ptr() as u64, self.data_ptr() as u64, len)?;
-                } else {
-                    allocator.write(dst.data_ptr() as u64, &self.host_bytes()?)?;
-                }
-            }
+        } else if self.device() == dst.device() && self.is_contiguous() {
+            unsafe { target.copy_within(address, self.data_ptr() as u64, len)? };
+        } else {
+            // through the host, in a counted block
+            unsafe { target.write(address, &self.host_bytes()?)? };
         }
         Ok(())
     }

@@ -8,7 +8,6 @@
 
 use super::{Result, Storage, Tensor, TensorError};
 use crate::dtype::DType;
-use crate::memory::{Device, DeviceKind};
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -25,10 +24,6 @@ pub const KDL_COMPLEX: u8 = 5;
 pub const KDL_BOOL: u8 = 6;
 /// `DLDeviceType` of host memory.
 pub const KDL_CPU: i32 = 1;
-/// `DLDeviceType` of CUDA device memory.
-pub const KDL_CUDA: i32 = 2;
-/// `DLDeviceType` of pinned host memory (readable as host memory).
-pub const KDL_CUDA_HOST: i32 = 3;
 /// The flag of a read-only versioned tensor.
 pub const FLAG_READ_ONLY: u64 = 1 << 0;
 /// The flag of a versioned tensor that is a copy made for the export.
@@ -138,14 +133,11 @@ fn dl_tensor(tensor: &Tensor, context: &mut ExportContext) -> Result<DLTensor> {
     }
     let dl = tensor.dtype().dlpack()?;
     let device = tensor.device();
-    let device_type = match device.kind {
-        DeviceKind::Cpu => KDL_CPU,
-        DeviceKind::Cuda => KDL_CUDA,
-    };
+    let (device_type, device_id) = crate::backend::of(device).dlpack_device();
     let itemsize = tensor.dtype().itemsize()? as u64;
     Ok(DLTensor {
         data: tensor.storage().as_ptr().cast(),
-        device: DLDevice { device_type, device_id: device.index as i32 },
+        device: DLDevice { device_type, device_id },
         ndim: tensor.ndim() as i32,
         dtype: DLDataType { code: dl.code, bits: dl.bits, lanes: 1 },
         shape: context.shape.as_mut_ptr(),
@@ -280,21 +272,8 @@ pub unsafe fn import_legacy(managed: *mut DLManagedTensor) -> Result<Tensor> {
 
 /// A tensor over a DLTensor's memory, kept alive by `owner`; every field is checked first.
 unsafe fn import_view(view: &DLTensor, read_only: bool, owner: Box<Imported>) -> Result<Tensor> {
-    let device = match view.device.device_type {
-        KDL_CPU | KDL_CUDA_HOST => Device::CPU,
-        KDL_CUDA => Device {
-            kind: DeviceKind::Cuda,
-            index: u32::try_from(view.device.device_id).map_err(|_| {
-                TensorError::Invalid(format!("DLPack CUDA device id {} is negative", view.device.device_id))
-            })?,
-        },
-        other => {
-            return Err(TensorError::Invalid(format!(
-                "DLPack device type {other} (id {}) is not served by this build: host memory (kDLCPU, kDLCUDAHost) and CUDA memory (kDLCUDA) are",
-                view.device.device_id
-            )))
-        }
-    };
+    let device = crate::backend::device_of_dlpack(view.device.device_type, view.device.device_id)
+        .map_err(TensorError::Invalid)?;
     let dtype = DType::from_dlpack(view.dtype.code, view.dtype.bits, view.dtype.lanes)?;
     let itemsize = dtype.itemsize()?;
     let ndim = usize::try_from(view.ndim)

@@ -14,6 +14,7 @@
 //! ```
 
 mod copy;
+mod display;
 pub mod dlpack;
 mod element;
 mod error;

@@ -1,19 +1,17 @@
 //! Storage: the bytes a tensor and its views share, wherever they live and whoever owns
 //! them (the host allocator, an arena, a memory map, another library through DLPack).
 
-use crate::memory::cuda::{cuda_allocator, CudaBlock};
-use crate::memory::{host_allocator, Allocator, Device, DeviceKind, HostBlock, MemoryError, Region};
+use crate::backend::{self, Block};
+use crate::memory::{Device, MemoryError, Region};
 use std::any::Any;
 use std::ptr::NonNull;
 
 /// Who owns a storage's bytes.
 enum Owner {
-    /// A block of the host allocator.
-    Host(HostBlock),
+    /// A block of a device's allocator (the host's included).
+    Block(Block),
     /// A region of a planned arena (on the arena's device).
     Region(Region),
-    /// A block of a CUDA device.
-    Cuda(CudaBlock),
     /// Memory owned elsewhere (a memory map, a DLPack producer), kept alive by `keeper`,
     /// released when it drops.
     Foreign { ptr: NonNull<u8>, _keeper: Box<dyn Any + Send + Sync> },
@@ -37,47 +35,40 @@ unsafe impl Sync for Storage {}
 impl Storage {
     /// `len` zeroed bytes on the host.
     pub fn zeroed(len: usize) -> Result<Storage, MemoryError> {
-        Ok(Storage { owner: Owner::Host(host_allocator().alloc(len)?), len, device: Device::CPU, read_only: false })
+        Storage::zeroed_on(len, Device::CPU)
     }
 
     /// A copy of `bytes` on the host.
     pub fn copy_of(bytes: &[u8]) -> Result<Storage, MemoryError> {
-        let mut block = host_allocator().alloc(bytes.len())?;
-        block.as_mut_slice().copy_from_slice(bytes);
-        Ok(Storage { owner: Owner::Host(block), len: bytes.len(), device: Device::CPU, read_only: false })
+        Storage::copy_of_on(bytes, Device::CPU)
     }
 
     /// `len` bytes on `device` for a kernel's outputs: zeroed on the host, uninitialised on a
     /// GPU (a kernel writes every byte of its outputs).
     pub fn for_outputs(len: usize, device: Device) -> Result<Storage, MemoryError> {
-        match device.kind {
-            DeviceKind::Cpu => Storage::zeroed(len),
-            DeviceKind::Cuda => {
-                let block = cuda_allocator(device.index)?.alloc(len)?;
-                Ok(Storage { owner: Owner::Cuda(block), len, device, read_only: false })
-            }
-        }
+        let block = backend::of(device).alloc(len)?;
+        Ok(Storage { owner: Owner::Block(block), len, device, read_only: false })
     }
 
     /// `len` zeroed bytes on `device`.
     pub fn zeroed_on(len: usize, device: Device) -> Result<Storage, MemoryError> {
         let storage = Storage::for_outputs(len, device)?;
-        if let Owner::Cuda(block) = &storage.owner {
-            cuda_allocator(device.index)?.zero(block.device_ptr(), len)?;
+        let backend = backend::of(device);
+        if !backend.host_addressable() && len > 0 {
+            // SAFETY: the block is the new storage's own, `len` bytes long.
+            unsafe { backend.zero(storage.as_ptr() as u64, len)? };
         }
         Ok(storage)
     }
 
     /// A copy of host `bytes` on `device`.
     pub fn copy_of_on(bytes: &[u8], device: Device) -> Result<Storage, MemoryError> {
-        match device.kind {
-            DeviceKind::Cpu => Storage::copy_of(bytes),
-            DeviceKind::Cuda => {
-                let storage = Storage::for_outputs(bytes.len(), device)?;
-                cuda_allocator(device.index)?.write(storage.as_ptr() as u64, bytes)?;
-                Ok(storage)
-            }
+        let storage = Storage::for_outputs(bytes.len(), device)?;
+        if !bytes.is_empty() {
+            // SAFETY: the block is the new storage's own, `bytes.len()` bytes long.
+            unsafe { backend::of(device).write(storage.as_ptr() as u64, bytes)? };
         }
+        Ok(storage)
     }
 
     /// Copies `out.len()` bytes from `offset` of the storage to the host, wherever it lives
@@ -96,16 +87,10 @@ impl Storage {
         if out.is_empty() {
             return Ok(());
         }
-        match self.device.kind {
-            DeviceKind::Cpu => {
-                out.copy_from_slice(&self.host_bytes()?[offset..offset + out.len()]);
-                Ok(())
-            }
-            DeviceKind::Cuda => {
-                self.refuse_symbolic()?;
-                cuda_allocator(self.device.index)?.read(self.as_ptr() as u64 + offset as u64, out)
-            }
-        }
+        self.refuse_symbolic()?;
+        // SAFETY: offset..offset + out.len() lies inside the storage (checked above), which
+        // its owner keeps alive while self lives.
+        unsafe { backend::of(self.device).read(self.as_ptr() as u64 + offset as u64, out) }
     }
 
     fn refuse_symbolic(&self) -> Result<(), MemoryError> {
@@ -174,9 +159,8 @@ impl Storage {
     /// dereferenced on the host).
     pub fn as_ptr(&self) -> *mut u8 {
         match &self.owner {
-            Owner::Host(block) => block.as_ptr(),
+            Owner::Block(block) => block.address() as *mut u8,
             Owner::Region(region) => region.as_ptr(),
-            Owner::Cuda(block) => block.device_ptr() as *mut u8,
             Owner::Foreign { ptr, .. } => ptr.as_ptr(),
             Owner::Symbolic => NonNull::<u64>::dangling().as_ptr().cast(),
         }
@@ -185,7 +169,7 @@ impl Storage {
     /// The bytes, on the host; refused for device memory.
     pub fn host_bytes(&self) -> Result<&[u8], MemoryError> {
         self.refuse_symbolic()?;
-        if self.device != Device::CPU {
+        if !backend::of(self.device).host_addressable() {
             return Err(MemoryError::UnknownDevice(format!(
                 "the storage lives on {}: copy it to the host first",
                 self.device

@@ -3,7 +3,7 @@
 //! no CUDA device.
 
 use super::common::*;
-use nbxtensor::backend::cuda::catalogue;
+use nbxtensor::backend::cuda::launches;
 use nbxtensor::kernel::{AttrValue, Attrs, Launch, TensorMeta, Workspace};
 use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;
@@ -192,7 +192,7 @@ fn decode_splits_long_caches_and_combines_them_deterministically() {
 #[test]
 fn the_decode_workspace_is_declared_and_bad_heads_refused() {
     let meta = |shape: &[i64]| TensorMeta::new(DType::Bfloat16, shape);
-    let kernel = catalogue().kernel("sdpa", DType::Bfloat16, &Attrs::new()).unwrap();
+    let kernel = launches().bind("sdpa", DType::Bfloat16, &Attrs::new()).unwrap();
     // 3 splits of 256 keys for 700 keys: (max, sum, 80 values) per split, batch and head
     let cost = kernel.declare(&[meta(&[1, 4, 1, 64]), meta(&[1, 1, 700, 64]), meta(&[1, 1, 700, 80])]).unwrap();
     assert_eq!(cost.workspace, 4 * 4 * 3 * (2 + 80));

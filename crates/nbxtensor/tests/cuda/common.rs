@@ -3,8 +3,9 @@
 //! reference (the CPU kernel run on float64 copies of the inputs).
 #![allow(dead_code)] // each family uses a part
 
+use nbxtensor::backend::cuda::memory as cuda;
 use nbxtensor::kernel::Attrs;
-use nbxtensor::memory::{cuda, Device, DeviceKind};
+use nbxtensor::memory::{Device, DeviceKind};
 use nbxtensor::tensor::Tensor;
 use nbxtensor::{ops, DType};
 

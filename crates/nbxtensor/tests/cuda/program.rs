@@ -3,11 +3,12 @@
 //! on a machine without a GPU. Tests that need a device skip, saying so, where there is none.
 
 use super::common::*;
-use nbxtensor::backend::cuda::{CudaKernel, MATMUL_WORKSPACE_BYTES};
+use nbxtensor::backend::cuda::memory::{context, cuda_allocator};
+use nbxtensor::backend::cuda::MATMUL_WORKSPACE_BYTES;
+use nbxtensor::backend::Peaks;
 use nbxtensor::kernel::{AttrValue, Attrs, Cost, Kernel, KernelError, Launch, TensorMeta};
-use nbxtensor::memory::cuda::{context, cuda_allocator};
 use nbxtensor::memory::{Device, DeviceKind};
-use nbxtensor::program::{self, Executable, Peaks, ProgramError};
+use nbxtensor::program::{self, Executable, ProgramError};
 use nbxtensor::tensor::Tensor;
 use nbxtensor::{ops, DType};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -33,7 +34,8 @@ fn matmul_reference(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Vec<f64> {
         b = b.unsqueeze(1).unwrap();
     }
     let products = ops::call("mul", &Attrs::new(), &[&a.unsqueeze(-1).unwrap(), &b.unsqueeze(-3).unwrap()]).unwrap();
-    let sum = ops::call("sum", &Attrs::new().with("axes", AttrValue::Ints(vec![-2])), &[&products[0]]).unwrap().remove(0);
+    let sum =
+        ops::call("sum", &Attrs::new().with("axes", AttrValue::Ints(vec![-2])), &[&products[0]]).unwrap().remove(0);
     values(&sum)
 }
 
@@ -87,7 +89,7 @@ fn matmul_and_linear_match_the_cpu_and_float64() {
     let got = ops::call("matmul", &Attrs::new(), &[&at, &b.to(device).unwrap()]).unwrap().remove(0);
     assert_close("matmul of a transposed device view", &values(&got), &matmul_reference(&a, &b, true, false), 1e-5);
     // the declared workspace is cuBLASLt's
-    let k = nbxtensor::backend::cuda::catalogue().kernel("matmul", DType::Float32, &Attrs::new()).unwrap();
+    let k = nbxtensor::backend::cuda::launches().bind("matmul", DType::Float32, &Attrs::new()).unwrap();
     let cost =
         k.declare(&[TensorMeta::new(DType::Float32, &[4, 4]), TensorMeta::new(DType::Float32, &[4, 4])]).unwrap();
     assert_eq!(cost.workspace, MATMUL_WORKSPACE_BYTES);
@@ -103,7 +105,7 @@ fn block(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
 
 /// A kernel that negates on its first launch and takes the absolute value after: its CUDA
 /// graph differs from the eager run.
-struct Drifting(AtomicU32, Box<dyn Kernel>, Box<dyn Kernel>);
+struct Drifting(AtomicU32, Arc<dyn Kernel>, Arc<dyn Kernel>);
 
 impl Kernel for Drifting {
     fn key(&self) -> String {
@@ -161,11 +163,11 @@ fn programs_run_planned_and_replay_as_verified_cuda_graphs() {
     assert_eq!(replayed.to_bytes().unwrap(), expected.to_bytes().unwrap(), "the replay is byte-equal to eager");
 
     // a kernel whose graph differs from the eager run is refused, and named
-    let cat = nbxtensor::backend::cuda::catalogue();
+    let cat = nbxtensor::backend::cuda::launches();
     let drifting: Arc<dyn Kernel> = Arc::new(Drifting(
         AtomicU32::new(0),
-        cat.kernel("neg", DType::Float32, &Attrs::new()).unwrap(),
-        cat.kernel("abs", DType::Float32, &Attrs::new()).unwrap(),
+        cat.bind("neg", DType::Float32, &Attrs::new()).unwrap(),
+        cat.bind("abs", DType::Float32, &Attrs::new()).unwrap(),
     ));
     let unstable = program::trace(&[x.clone()], |t| {
         let a = ops::call("exp", &Attrs::new(), &[&t[0]])?.remove(0);
@@ -178,7 +180,6 @@ fn programs_run_planned_and_replay_as_verified_cuda_graphs() {
         ProgramError::NotReproducible { index, ref key, .. } => assert_eq!((index, key.as_str()), (1, "drifting:fp32")),
         other => panic!("expected NotReproducible, got {other}"),
     }
-    let _ = CudaKernel::new; // the wrapper every family uses is public
 }
 
 /// A CUDA program is traced, planned and priced without a GPU (a dry run).

@@ -3,7 +3,7 @@
 //! float64, and against the CPU backend; skipped, saying so, where there is no CUDA device.
 
 use super::common::*;
-use nbxtensor::backend::cuda::catalogue;
+use nbxtensor::backend::cuda::launches;
 use nbxtensor::facts::Group;
 use nbxtensor::kernel::{Attrs, TensorMeta};
 use nbxtensor::tensor::Tensor;
@@ -121,7 +121,7 @@ fn the_device_declares_no_workspace() {
     let (bits, group) = layout();
     let k = 2 * group as i64;
     let meta = |dtype: DType, shape: &[i64]| TensorMeta::new(dtype, shape);
-    let kernel = catalogue().kernel("matmul_int4", DType::Float16, &Attrs::new()).unwrap();
+    let kernel = launches().bind("matmul_int4", DType::Float16, &Attrs::new()).unwrap();
     for rows in [1, 100] {
         let inputs = [
             meta(DType::Float16, &[rows, k]),

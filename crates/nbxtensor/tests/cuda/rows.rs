@@ -131,17 +131,17 @@ fn integer_reductions_are_exact() {
 
 #[test]
 fn long_reductions_declare_their_partials() {
-    use nbxtensor::backend::cuda::catalogue;
+    use nbxtensor::backend::cuda::launches;
     use nbxtensor::kernel::TensorMeta;
     let meta = |shape: &[i64]| [TensorMeta::new(DType::Float32, shape)];
-    let sum = catalogue().kernel("sum", DType::Float32, &Attrs::new()).unwrap();
+    let sum = launches().bind("sum", DType::Float32, &Attrs::new()).unwrap();
     // 2^20 elements into one output: 64 partials of 2^14 elements, 16 bytes each
     assert_eq!(sum.declare(&meta(&[1024, 1024])).unwrap().workspace, 16 * 64);
     // 1024 outputs, or short rows: one pass, no workspace
-    let rows = catalogue().kernel("sum", DType::Float32, &axes(&[1])).unwrap();
+    let rows = launches().bind("sum", DType::Float32, &axes(&[1])).unwrap();
     assert_eq!(rows.declare(&meta(&[1024, 1 << 16])).unwrap().workspace, 0);
     assert_eq!(rows.declare(&meta(&[4, 1000])).unwrap().workspace, 0);
-    let argmax = catalogue().kernel("argmax", DType::Int8, &axis(0)).unwrap();
+    let argmax = launches().bind("argmax", DType::Int8, &axis(0)).unwrap();
     assert_eq!(argmax.declare(&[TensorMeta::new(DType::Int8, &[1 << 17, 3])]).unwrap().workspace, 16 * 3 * 8);
 }
 

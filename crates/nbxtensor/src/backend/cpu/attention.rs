@@ -1,31 +1,23 @@
-//! Scaled dot-product attention, `sdpa(q, k, v[, mask])`, on the float dtypes (computed in
-//! float32): `softmax(q·kᵀ·scale + mask) · v` per (batch, head).
+//! sdpa on the host (`ops::spec::attention` says what it computes), computed in float32.
 //!
-//! - `q [b, hq, sq, d]`, `k [b, hk, sk, d]`, `v [b, hk, sk, dv]`; `hq` a multiple of `hk`
-//!   (grouped-query heads: query head `h` reads key/value head `h / (hq / hk)`);
-//! - an optional 4th input, an additive mask of the same dtype broadcastable to
-//!   `[b, hq, sq, sk]` (read through its strides, broadcast dims never copied);
-//! - attributes `causal` (bool, default false: query `i` sees keys `j ≤ i + sk − sq`, the
-//!   bottom-right alignment of a KV cache) and `scale` (float, default `1/sqrt(d)`).
-//!
-//! The softmax subtracts each row's maximum; a row with no visible key (causal with
-//! `sq > sk`, or a mask of −∞ everywhere) is all zeros. Heads run in parallel in at most
-//! [`SLOTS`] slots (a fixed count: a head's result does not depend on its slot or on the
-//! thread count), each slot owning a slice of the declared workspace. A head goes in tiles of
-//! up to [`TILE_ROWS`] query rows: the scores `q·kᵀ·scale` by a matrix product (the `gemm`
-//! crate, one thread, operands read through their strides), the mask and the softmax (a
-//! vectorized exponential) in place, then the weighted values by a second product straight
-//! into the output. float16 and bfloat16 heads are widened into the slot first. Workspace per
-//! slot, in float32 values: `tile·sk` scores, plus `sq·d + sk·(d + dv) + tile·dv` for the
-//! half formats (their widened q, k, v and output tile).
+//! Heads run in parallel in at most [`SLOTS`] slots (a fixed count: a head's result does not
+//! depend on its slot or on the thread count), each slot owning a slice of the declared
+//! workspace. A head goes in tiles of up to [`TILE_ROWS`] query rows: the scores
+//! `q·kᵀ·scale` by a matrix product (the `gemm` crate, one thread, operands read through
+//! their strides), the mask and the softmax (a vectorized exponential) in place, then the
+//! weighted values by a second product straight into the output. float16 and bfloat16 heads
+//! are widened into the slot first. Workspace per slot, in float32 values: `tile·sk` scores,
+//! plus `sq·d + sk·(d + dv) + tile·dv` for the half formats (their widened q, k, v and output
+//! tile). The mask is read through its strides, broadcast dims never copied.
 
-use super::buffers::{with_simd, write, Float, FLOATS};
+use super::buffers::{with_simd, write, Float};
 use super::exp::exp_f32;
 use super::widen::floats;
-use crate::backend::CapabilityTable;
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
-use crate::settings::threads;
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::attention::{AttentionShape, Sdpa};
+use crate::settings::{host, threads};
 use crate::shape;
 use gemm::Parallelism;
 use half::{bf16, f16};
@@ -41,55 +33,21 @@ pub const SLOTS: usize = 16;
 /// Lanes of the row maxima and sums: a fixed order, whatever the thread count.
 const LANES: usize = 16;
 
-/// Sizes of a call.
-#[derive(Clone, Copy)]
-struct Sizes {
-    b: usize,
-    hq: usize,
-    hk: usize,
-    sq: usize,
-    sk: usize,
-    d: usize,
-    dv: usize,
+/// Query rows per tile.
+fn tile(z: &AttentionShape) -> usize {
+    z.sq.min(TILE_ROWS)
 }
 
-impl Sizes {
-    /// Keys query `i` sees: `0..visible(i)`.
-    fn visible(&self, causal: bool, i: usize) -> usize {
-        if causal {
-            (i + 1 + self.sk).saturating_sub(self.sq).min(self.sk)
-        } else {
-            self.sk
-        }
-    }
-
-    /// (batch, query head) pairs.
-    fn heads(&self) -> usize {
-        self.b * self.hq
-    }
-
-    /// Query rows per tile.
-    fn tile(&self) -> usize {
-        self.sq.min(TILE_ROWS)
-    }
-
-    /// Slots the heads are shared among.
-    fn slots(&self) -> usize {
-        self.heads().min(SLOTS)
-    }
-
-    /// float32 values of one slot's scratch: a tile of scores, and for a half format the
-    /// widened q, k, v of a head and an output tile.
-    fn slot_floats(&self, widened: bool) -> usize {
-        let tile = self.tile();
-        tile * self.sk + if widened { self.sq * self.d + self.sk * (self.d + self.dv) + tile * self.dv } else { 0 }
-    }
+/// Slots the heads are shared among.
+fn slots(z: &AttentionShape) -> usize {
+    z.heads().min(SLOTS)
 }
 
-struct Sdpa {
-    dtype: DType,
-    causal: bool,
-    scale: Option<f64>,
+/// float32 values of one slot's scratch: a tile of scores, and for a half format the widened
+/// q, k, v of a head and an output tile.
+fn slot_floats(z: &AttentionShape, widened: bool) -> usize {
+    let tile = tile(z);
+    tile * z.sk + if widened { z.sq * z.d + z.sk * (z.d + z.dv) + tile * z.dv } else { 0 }
 }
 
 fn invalid(message: String) -> KernelError {
@@ -233,208 +191,161 @@ struct Parts<T> {
     v: *const T,
     strides: [[isize; 4]; 3],
     mask: Option<(*const T, Vec<i64>)>,
+    /// Round the softmax weights to `T` before the second product (`settings::host`).
+    round_weights: bool,
 }
 
 // SAFETY: the inputs are only read, by every slot of one launch, while the launch holds them.
 unsafe impl<T> Sync for Parts<T> {}
 
-impl Sdpa {
-    fn sizes(&self, inputs: &[TensorMeta]) -> Result<Sizes> {
-        if !(3..=4).contains(&inputs.len()) {
-            return Err(invalid(format!("sdpa: takes 3 or 4 inputs (q, k, v[, mask]), got {}", inputs.len())));
+/// One head (`index` over batch × query heads) into `dst` (`sq × dv`), with `scratch`
+/// (inlined into `with_simd`'s AVX2 function, so the softmax loops use it).
+#[inline(always)]
+fn head<T: Float>(spec: &Sdpa, z: &AttentionShape, parts: &Parts<T>, index: usize, dst: &mut [T], scratch: &mut [f32]) {
+    let (batch, h) = (index / z.hq, index % z.hq);
+    let kv = h / (z.hq / z.hk.max(1));
+    let [qs, ks, vs] = parts.strides;
+    let tile = tile(z);
+    let (scores, rest) = scratch.split_at_mut(tile * z.sk);
+    let at =
+        |ptr: *const T, s: [isize; 4], head: usize| ptr.wrapping_offset(batch as isize * s[0] + head as isize * s[1]);
+    let (q, k, v) = (at(parts.q, qs, h), at(parts.k, ks, kv), at(parts.v, vs, kv));
+    let widened = T::DTYPE != DType::Float32;
+    let (qm, km, vm, mut out_tile) = if widened {
+        let (qw, rest) = rest.split_at_mut(z.sq * z.d);
+        let (kw, rest) = rest.split_at_mut(z.sk * z.d);
+        let (vw, out_tile) = rest.split_at_mut(z.sk * z.dv);
+        // SAFETY: the head's elements lie inside q, k, v (shapes checked by `sizes`).
+        unsafe {
+            widen_matrix(q, z.sq, z.d, (qs[2], qs[3]), qw);
+            widen_matrix(k, z.sk, z.d, (ks[2], ks[3]), kw);
+            widen_matrix(v, z.sk, z.dv, (vs[2], vs[3]), vw);
         }
-        if let Some(other) = inputs.iter().find(|m| m.dtype != self.dtype) {
-            return Err(invalid(format!("sdpa: inputs must share one dtype, got {} and {}", self.dtype, other.dtype)));
-        }
-        let (q, k, v) = (&inputs[0].shape, &inputs[1].shape, &inputs[2].shape);
-        if q.len() != 4 || k.len() != 4 || v.len() != 4 {
-            return Err(invalid(format!("sdpa: q, k, v must be 4-d [b, h, s, d], got {q:?}, {k:?}, {v:?}")));
-        }
-        let agree = q[0] == k[0] && k[0] == v[0] && k[1] == v[1] && k[2] == v[2] && q[3] == k[3];
-        if !agree || k[1] == 0 && q[1] != 0 || k[1] != 0 && q[1] % k[1] != 0 {
-            return Err(invalid(format!(
-                "sdpa: q {q:?}, k {k:?}, v {v:?} do not fit [b, hq, sq, d], [b, hk, sk, d], [b, hk, sk, dv] with hq a multiple of hk"
-            )));
-        }
-        let u = |x: i64| x as usize;
-        let sizes = Sizes { b: u(q[0]), hq: u(q[1]), hk: u(k[1]), sq: u(q[2]), sk: u(k[2]), d: u(q[3]), dv: u(v[3]) };
-        if let Some(mask) = inputs.get(3) {
-            let target = [q[0], q[1], q[2], k[2]];
-            if mask.shape.len() > 4
-                || shape::broadcast_shapes(&[&mask.shape[..], &target[..]]).ok().as_deref() != Some(&target[..])
-            {
-                return Err(invalid(format!("sdpa: mask {:?} does not broadcast to {target:?}", mask.shape)));
+        let dense = |m: &[f32], cols: usize| Matrix { ptr: m.as_ptr(), row_stride: cols as isize, col_stride: 1 };
+        (dense(qw, z.d), dense(kw, z.d), dense(vw, z.dv), Some(out_tile))
+    } else {
+        let view = |ptr: *const T, s: [isize; 4]| Matrix { ptr: ptr.cast::<f32>(), row_stride: s[2], col_stride: s[3] };
+        (view(q, qs), view(k, ks), view(v, vs), None)
+    };
+    let scale = spec.scale_for(z.d);
+    for first in (0..z.sq).step_by(tile.max(1)) {
+        let rows = tile.min(z.sq - first);
+        let block = &mut scores[..rows * z.sk];
+        let mut totals = [1.0f32; TILE_ROWS];
+        // SAFETY: the matrices address the head's elements; block holds rows × sk values.
+        unsafe { product(rows, z.sk, z.d, block.as_mut_ptr(), qm.rows_from(first), km.transposed(), scale) };
+        for (r, row) in block.chunks_exact_mut(z.sk.max(1)).enumerate() {
+            let i = first + r;
+            let mask = parts.mask.as_ref().map(|(ptr, s)| MaskRow {
+                ptr: ptr.wrapping_offset((batch as i64 * s[0] + h as i64 * s[1] + i as i64 * s[2]) as isize),
+                stride: s[3] as isize,
+            });
+            totals[r] = softmax_row(row, z.visible(spec.causal, i), mask);
+            if parts.round_weights {
+                // the weights rounded to the inputs' dtype before they weigh the values
+                row.iter_mut().for_each(|w| *w = T::from_f32(*w).to_f32());
             }
         }
-        Ok(sizes)
-    }
-
-    fn scale(&self, d: usize) -> f32 {
-        self.scale.unwrap_or(1.0 / (d as f64).sqrt()) as f32
-    }
-
-    /// One head (`index` over batch × query heads) into `dst` (`sq × dv`), with `scratch`
-    /// (inlined into `with_simd`'s AVX2 function, so the softmax loops use it).
-    #[inline(always)]
-    fn head<T: Float>(&self, z: &Sizes, parts: &Parts<T>, index: usize, dst: &mut [T], scratch: &mut [f32]) {
-        let (batch, h) = (index / z.hq, index % z.hq);
-        let kv = h / (z.hq / z.hk.max(1));
-        let [qs, ks, vs] = parts.strides;
-        let tile = z.tile();
-        let (scores, rest) = scratch.split_at_mut(tile * z.sk);
-        let at = |ptr: *const T, s: [isize; 4], head: usize| {
-            ptr.wrapping_offset(batch as isize * s[0] + head as isize * s[1])
-        };
-        let (q, k, v) = (at(parts.q, qs, h), at(parts.k, ks, kv), at(parts.v, vs, kv));
-        let widened = T::DTYPE != DType::Float32;
-        let (qm, km, vm, mut out_tile) = if widened {
-            let (qw, rest) = rest.split_at_mut(z.sq * z.d);
-            let (kw, rest) = rest.split_at_mut(z.sk * z.d);
-            let (vw, out_tile) = rest.split_at_mut(z.sk * z.dv);
-            // SAFETY: the head's elements lie inside q, k, v (shapes checked by `sizes`).
-            unsafe {
-                widen_matrix(q, z.sq, z.d, (qs[2], qs[3]), qw);
-                widen_matrix(k, z.sk, z.d, (ks[2], ks[3]), kw);
-                widen_matrix(v, z.sk, z.dv, (vs[2], vs[3]), vw);
-            }
-            let dense = |m: &[f32], cols: usize| Matrix { ptr: m.as_ptr(), row_stride: cols as isize, col_stride: 1 };
-            (dense(qw, z.d), dense(kw, z.d), dense(vw, z.dv), Some(out_tile))
-        } else {
-            let view =
-                |ptr: *const T, s: [isize; 4]| Matrix { ptr: ptr.cast::<f32>(), row_stride: s[2], col_stride: s[3] };
-            (view(q, qs), view(k, ks), view(v, vs), None)
-        };
-        let scale = self.scale(z.d);
-        for first in (0..z.sq).step_by(tile.max(1)) {
-            let rows = tile.min(z.sq - first);
-            let block = &mut scores[..rows * z.sk];
-            let mut totals = [1.0f32; TILE_ROWS];
-            // SAFETY: the matrices address the head's elements; block holds rows × sk values.
-            unsafe { product(rows, z.sk, z.d, block.as_mut_ptr(), qm.rows_from(first), km.transposed(), scale) };
-            for (r, row) in block.chunks_exact_mut(z.sk.max(1)).enumerate() {
-                let i = first + r;
-                let mask = parts.mask.as_ref().map(|(ptr, s)| MaskRow {
-                    ptr: ptr.wrapping_offset((batch as i64 * s[0] + h as i64 * s[1] + i as i64 * s[2]) as isize),
-                    stride: s[3] as isize,
-                });
-                totals[r] = softmax_row(row, z.visible(self.causal, i), mask);
-            }
-            let weights = Matrix { ptr: block.as_ptr(), row_stride: z.sk as isize, col_stride: 1 };
-            let rows_out = &mut dst[first * z.dv..(first + rows) * z.dv];
-            match out_tile.as_deref_mut() {
-                Some(out_tile) => {
-                    let out_tile = &mut out_tile[..rows * z.dv];
-                    // SAFETY: as above; out_tile holds rows × dv values.
-                    unsafe { product(rows, z.dv, z.sk, out_tile.as_mut_ptr(), weights, vm, 1.0) };
-                    for ((o, x), total) in rows_out.chunks_mut(z.dv).zip(out_tile.chunks(z.dv)).zip(totals) {
-                        o.iter_mut().zip(x).for_each(|(o, &x)| *o = T::from_f32(x / total));
-                    }
+        let weights = Matrix { ptr: block.as_ptr(), row_stride: z.sk as isize, col_stride: 1 };
+        let rows_out = &mut dst[first * z.dv..(first + rows) * z.dv];
+        match out_tile.as_deref_mut() {
+            Some(out_tile) => {
+                let out_tile = &mut out_tile[..rows * z.dv];
+                // SAFETY: as above; out_tile holds rows × dv values.
+                unsafe { product(rows, z.dv, z.sk, out_tile.as_mut_ptr(), weights, vm, 1.0) };
+                for ((o, x), total) in rows_out.chunks_mut(z.dv).zip(out_tile.chunks(z.dv)).zip(totals) {
+                    o.iter_mut().zip(x).for_each(|(o, &x)| *o = T::from_f32(x / total));
                 }
-                None => {
-                    let rows_out = rows_out.as_mut_ptr().cast::<f32>();
-                    // SAFETY: T is float32 on this path; rows_out holds rows × dv values.
-                    unsafe { product(rows, z.dv, z.sk, rows_out, weights, vm, 1.0) };
-                    let rows_out = unsafe { std::slice::from_raw_parts_mut(rows_out, rows * z.dv) };
-                    for (o, total) in rows_out.chunks_mut(z.dv).zip(totals) {
-                        o.iter_mut().for_each(|o| *o /= total);
-                    }
+            }
+            None => {
+                let rows_out = rows_out.as_mut_ptr().cast::<f32>();
+                // SAFETY: T is float32 on this path; rows_out holds rows × dv values.
+                unsafe { product(rows, z.dv, z.sk, rows_out, weights, vm, 1.0) };
+                let rows_out = unsafe { std::slice::from_raw_parts_mut(rows_out, rows * z.dv) };
+                for (o, total) in rows_out.chunks_mut(z.dv).zip(totals) {
+                    o.iter_mut().for_each(|o| *o /= total);
                 }
             }
         }
     }
-
-    fn run<T: Float>(&self, launch: Launch<'_>) -> Result<()> {
-        let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
-        let z = self.sizes(&metas)?;
-        let strides = |i: usize| {
-            let s = launch.inputs[i].strides();
-            [s[0] as isize, s[1] as isize, s[2] as isize, s[3] as isize]
-        };
-        let mask = match launch.inputs.get(3) {
-            Some(m) => {
-                let target = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
-                let strides =
-                    shape::broadcast_strides(m.shape(), m.strides(), &target).map_err(|e| invalid(e.to_string()))?;
-                Some((m.data_ptr().cast::<T>() as *const T, strides))
-            }
-            None => None,
-        };
-        let input = |i: usize| launch.inputs[i].data_ptr().cast::<T>() as *const T;
-        let parts =
-            Parts { q: input(0), k: input(1), v: input(2), strides: [strides(0), strides(1), strides(2)], mask };
-        // SAFETY: the output is this launch's own buffer.
-        let out = unsafe { write::<T>(&launch.outputs[0])? };
-        let per_slot = z.slot_floats(T::DTYPE != DType::Float32);
-        let work = floats("sdpa", launch.workspace, z.slots() * per_slot)?;
-        if out.is_empty() {
-            return Ok(());
-        }
-        // each slot: a contiguous range of heads, their output rows, and its scratch
-        let mut slots = Vec::with_capacity(z.slots());
-        let (mut out, mut work) = (out, work);
-        for heads in threads::split(z.heads(), z.slots()) {
-            let (dst, rest) = std::mem::take(&mut out).split_at_mut(heads.len() * z.sq * z.dv);
-            let (scratch, more) = std::mem::take(&mut work).split_at_mut(per_slot);
-            slots.push((heads, dst, scratch));
-            (out, work) = (rest, more);
-        }
-        let per_head = z.sq * z.dv;
-        threads::install(|| {
-            slots.into_par_iter().for_each(|(heads, dst, scratch)| {
-                with_simd(
-                    #[inline(always)]
-                    || {
-                        for (index, dst) in heads.zip(dst.chunks_exact_mut(per_head.max(1))) {
-                            self.head(&z, &parts, index, dst, scratch);
-                        }
-                    },
-                )
-            })
-        });
-        Ok(())
-    }
 }
 
-impl Kernel for Sdpa {
-    fn key(&self) -> String {
-        let scale = self.scale.map(|s| format!(":scale{s}")).unwrap_or_default();
-        format!("sdpa:{}{}{}", self.dtype.launch_key(), if self.causal { ":causal" } else { "" }, scale)
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let z = self.sizes(inputs)?;
-        let out = TensorMeta::new(self.dtype, &[z.b as i64, z.hq as i64, z.sq as i64, z.dv as i64]);
-        let pairs: u64 = (0..z.sq).map(|i| z.visible(self.causal, i) as u64).sum();
-        let masked = u64::from(inputs.len() == 4);
-        // Per visible score: the dot (2d), the scale, the mask, exp, the sum, the weighted row
-        // of v (2dv); per query row, dv divisions.
-        let per_head = pairs * (2 * z.d as u64 + 3 + masked + 2 * z.dv as u64) + (z.sq * z.dv) as u64;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
-        let mut cost = Cost::simple(vec![out], read, (z.b * z.hq) as u64 * per_head)?;
-        cost.workspace = 4 * (z.slots() * z.slot_floats(self.dtype != DType::Float32)) as u64;
-        Ok(cost)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        match self.dtype {
-            DType::Float32 => self.run::<f32>(launch),
-            DType::Float16 => self.run::<f16>(launch),
-            DType::Bfloat16 => self.run::<bf16>(launch),
-            other => Err(invalid(format!("sdpa: no loop for {other}"))),
+fn run<T: Float>(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let z = spec.sizes(&metas)?;
+    let strides = |i: usize| {
+        let s = launch.inputs[i].strides();
+        [s[0] as isize, s[1] as isize, s[2] as isize, s[3] as isize]
+    };
+    let mask = match launch.inputs.get(3) {
+        Some(m) => {
+            let target = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
+            let strides =
+                shape::broadcast_strides(m.shape(), m.strides(), &target).map_err(|e| invalid(e.to_string()))?;
+            Some((m.data_ptr().cast::<T>() as *const T, strides))
         }
+        None => None,
+    };
+    let input = |i: usize| launch.inputs[i].data_ptr().cast::<T>() as *const T;
+    let round_weights = T::DTYPE != DType::Float32 && host::attention_operands() == host::AttentionOperands::Input;
+    let parts = Parts {
+        q: input(0),
+        k: input(1),
+        v: input(2),
+        strides: [strides(0), strides(1), strides(2)],
+        mask,
+        round_weights,
+    };
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<T>(&launch.outputs[0])? };
+    let per_slot = slot_floats(&z, T::DTYPE != DType::Float32);
+    let work = floats("sdpa", launch.workspace, slots(&z) * per_slot)?;
+    if out.is_empty() {
+        return Ok(());
     }
-}
-
-/// Registers `sdpa` on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    table.register("sdpa", &FLOATS, |dtype, attrs: &Attrs| {
-        attrs.only("sdpa", &["causal", "scale"])?;
-        let scale = match attrs.iter().any(|(name, _)| name == "scale") {
-            true => Some(attrs.float("sdpa", "scale", None)?),
-            false => None,
-        };
-        Ok(Box::new(Sdpa { dtype, causal: attrs.bool("sdpa", "causal", Some(false))?, scale }))
+    // each slot: a contiguous range of heads, their output rows, and its scratch
+    let mut parts_of_slots = Vec::with_capacity(slots(&z));
+    let (mut out, mut work) = (out, work);
+    for heads in threads::split(z.heads(), slots(&z)) {
+        let (dst, rest) = std::mem::take(&mut out).split_at_mut(heads.len() * z.sq * z.dv);
+        let (scratch, more) = std::mem::take(&mut work).split_at_mut(per_slot);
+        parts_of_slots.push((heads, dst, scratch));
+        (out, work) = (rest, more);
+    }
+    let per_head = z.sq * z.dv;
+    threads::install(|| {
+        parts_of_slots.into_par_iter().for_each(|(heads, dst, scratch)| {
+            with_simd(
+                #[inline(always)]
+                || {
+                    for (index, dst) in heads.zip(dst.chunks_exact_mut(per_head.max(1))) {
+                        head(spec, &z, &parts, index, dst, scratch);
+                    }
+                },
+            )
+        })
     });
+    Ok(())
+}
+
+/// The workspace of one launch: every slot's scratch.
+fn workspace(spec: &Sdpa, inputs: &[TensorMeta]) -> Result<u64> {
+    let z = spec.sizes(inputs)?;
+    Ok(4 * (slots(&z) * slot_floats(&z, spec.dtype != DType::Float32)) as u64)
+}
+
+fn launch(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
+    match spec.dtype {
+        DType::Float32 => run::<f32>(spec, launch),
+        DType::Float16 => run::<f16>(spec, launch),
+        DType::Bfloat16 => run::<bf16>(spec, launch),
+        other => Err(invalid(format!("sdpa: no loop for {other}"))),
+    }
+}
+
+/// Registers `sdpa` on float32, float16 and bfloat16.
+pub fn register(table: &mut LaunchTable) {
+    table.register_with_workspace("sdpa", &crate::ops::spec::FLOATS, launch, workspace);
 }
 
 #[cfg(test)]

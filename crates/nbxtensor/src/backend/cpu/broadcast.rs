@@ -3,15 +3,9 @@
 //! stretched dim). Contiguous operands of the output's shape take a plain zipped loop.
 
 use super::buffers::{par_pieces, read};
-use crate::kernel::{KernelError, Result, TensorMeta};
+use crate::kernel::{KernelError, Result};
 use crate::shape;
 use crate::tensor::{Element, Tensor};
-
-/// The shape `op`'s operands broadcast to; refused naming the op and the shapes.
-pub fn broadcast_shape(op: &str, inputs: &[&TensorMeta]) -> Result<Vec<i64>> {
-    let shapes: Vec<&[i64]> = inputs.iter().map(|m| m.shape.as_slice()).collect();
-    shape::broadcast_shapes(&shapes).map_err(|e| KernelError::Invalid(format!("{op}: {e}")))
-}
 
 /// The element strides of a contiguous tensor of `shape` seen as `target`.
 fn strides_to(shape: &[i64], target: &[i64]) -> Result<Vec<i64>> {

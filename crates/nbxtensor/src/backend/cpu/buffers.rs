@@ -1,7 +1,6 @@
 //! How CPU kernels read inputs and write outputs: typed slices of host tensors, strided
 //! offsets, float conversions for half formats, and parallel loops on the library's pool.
 
-use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
 use crate::settings::{threads, tiling};
 use crate::tensor::{Element, HostElements, Tensor};
@@ -49,9 +48,6 @@ impl Float for bf16 {
         bf16::from_f32(value)
     }
 }
-
-/// The float dtypes kernels serve (stored in the dtype, computed in float32).
-pub const FLOATS: [DType; 3] = [DType::Float32, DType::Float16, DType::Bfloat16];
 
 /// The elements of `tensor` in row-major order: borrowed when contiguous, gathered when not
 /// (into a block of the host allocator, counted against the memory limit).

@@ -1,25 +1,13 @@
-//! Casts between the dtypes tensors hold: bool, the integers, float16, bfloat16, float32,
-//! float64, complex64, complex128 and both 8-bit floats. The kernel dispatches on its input's
-//! dtype; the attribute `dtype` is the output's.
-//!
-//! Each pair takes one conversion:
-//! - integer → integer wraps (two's complement truncation, numpy and Rust `as`);
-//! - float → integer truncates toward zero; out of range saturates to the integer's end, NaN
-//!   gives 0 (Rust `as`; numpy and torch leave these undefined);
-//! - integer or float → float32/float64 rounds once to nearest even; float64 → float16 rounds
-//!   once (numpy); integers, float64 → bfloat16 and the 8-bit floats go through float32 first,
-//!   as torch and ml_dtypes do, with the dtype layer's conversions (`nbxtensor::dtype::convert`);
-//!   the half and 8-bit floats widen exactly;
-//! - anything → bool is `value != 0` (NaN is true); bool → anything is 0 or 1;
-//! - real → complex has imaginary part 0; complex → complex casts both parts; complex → any
-//!   real dtype is refused (take the real part explicitly).
+//! `cast` on the host (`ops::spec::cast` says what each pair of dtypes takes): one loop per
+//! source dtype, each element converted by the dtype layer's conversions
+//! (`nbxtensor::dtype::convert`) where Rust's `as` does not round as the spec says.
 
 use super::buffers::Float;
-use crate::backend::CapabilityTable;
+use crate::backend::LaunchTable;
 use crate::dtype::convert::{bf16 as bf16_bits, Fp8Format};
 use crate::dtype::DType;
-use crate::facts::Kind;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::cast::Cast;
 use crate::settings::tiling;
 use crate::tensor::Tensor;
 use half::{bf16, f16};
@@ -339,86 +327,33 @@ fn from_complex<S: ComplexIn>(input: &Tensor, output: &Tensor, to: DType) -> Res
     }
 }
 
-struct Cast {
-    from: DType,
-    to: DType,
-}
-
-/// Whether tensors of `dtype` can be cast (every dtype with a per-element width).
-fn castable(dtype: DType) -> bool {
-    dtype.kind() != Kind::Packed
-}
-
-impl Kernel for Cast {
-    fn key(&self) -> String {
-        format!("cast:{}:{}", self.from.launch_key(), self.to.launch_key())
+fn launch(spec: &Cast, launch: Launch<'_>) -> Result<()> {
+    let (input, output, to) = (&launch.inputs[0], &launch.outputs[0], spec.to);
+    match spec.from {
+        DType::Bool => from_real::<Bool>(input, output, to),
+        DType::Int8 => from_real::<i8>(input, output, to),
+        DType::Int16 => from_real::<i16>(input, output, to),
+        DType::Int32 => from_real::<i32>(input, output, to),
+        DType::Int64 => from_real::<i64>(input, output, to),
+        DType::Uint8 => from_real::<u8>(input, output, to),
+        DType::Uint16 => from_real::<u16>(input, output, to),
+        DType::Uint32 => from_real::<u32>(input, output, to),
+        DType::Uint64 => from_real::<u64>(input, output, to),
+        DType::Float16 => from_real::<f16>(input, output, to),
+        DType::Bfloat16 => from_real::<bf16>(input, output, to),
+        DType::Float32 => from_real::<f32>(input, output, to),
+        DType::Float64 => from_real::<f64>(input, output, to),
+        DType::Float8E4m3fn => from_real::<E4m3>(input, output, to),
+        DType::Float8E5m2 => from_real::<E5m2>(input, output, to),
+        DType::Complex64 => from_complex::<C64>(input, output, to),
+        DType::Complex128 => from_complex::<C128>(input, output, to),
+        other => Err(KernelError::Invalid(format!("cast: no loop from {other}"))),
     }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [input] = inputs else {
-            return Err(KernelError::Invalid(format!("cast: takes one input, got {}", inputs.len())));
-        };
-        if input.dtype != self.from {
-            return Err(KernelError::Invalid(format!(
-                "cast: input is {}, the kernel serves {}",
-                input.dtype, self.from
-            )));
-        }
-        let out = TensorMeta::new(self.to, &input.shape);
-        let same_width = input.dtype.itemsize().ok() == self.to.itemsize().ok();
-        let mut cost = Cost::simple(vec![out], input.bytes()?, input.numel()?)?;
-        if same_width {
-            cost.in_place = vec![(0, 0)];
-        }
-        Ok(cost)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        let (input, output) = (&launch.inputs[0], &launch.outputs[0]);
-        match self.from {
-            DType::Bool => from_real::<Bool>(input, output, self.to),
-            DType::Int8 => from_real::<i8>(input, output, self.to),
-            DType::Int16 => from_real::<i16>(input, output, self.to),
-            DType::Int32 => from_real::<i32>(input, output, self.to),
-            DType::Int64 => from_real::<i64>(input, output, self.to),
-            DType::Uint8 => from_real::<u8>(input, output, self.to),
-            DType::Uint16 => from_real::<u16>(input, output, self.to),
-            DType::Uint32 => from_real::<u32>(input, output, self.to),
-            DType::Uint64 => from_real::<u64>(input, output, self.to),
-            DType::Float16 => from_real::<f16>(input, output, self.to),
-            DType::Bfloat16 => from_real::<bf16>(input, output, self.to),
-            DType::Float32 => from_real::<f32>(input, output, self.to),
-            DType::Float64 => from_real::<f64>(input, output, self.to),
-            DType::Float8E4m3fn => from_real::<E4m3>(input, output, self.to),
-            DType::Float8E5m2 => from_real::<E5m2>(input, output, self.to),
-            DType::Complex64 => from_complex::<C64>(input, output, self.to),
-            DType::Complex128 => from_complex::<C128>(input, output, self.to),
-            other => Err(KernelError::Invalid(format!("cast: no loop from {other}"))),
-        }
-    }
-}
-
-fn build(from: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    attrs.only("cast", &["dtype"])?;
-    let to = attrs.dtype("cast", "dtype")?;
-    if !castable(to) {
-        return Err(KernelError::Invalid(format!("cast: {from} to {to}: {to} is packed; quantize it instead")));
-    }
-    if from.kind() == Kind::Complex && to.kind() != Kind::Complex {
-        return Err(KernelError::Invalid(format!(
-            "cast: {from} to {to} is refused: it would drop the imaginary part; take the real part explicitly"
-        )));
-    }
-    for format in [DType::Float8E4m3fn, DType::Float8E5m2] {
-        Fp8Format::of(format).map_err(|e| KernelError::Invalid(format!("cast: {e}")))?;
-    }
-    Ok(Box::new(Cast { from, to }))
 }
 
 /// Registers `cast` on every dtype with a per-element width.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = DType::ALL.iter().copied().filter(|&d| castable(d)).collect();
-    table.register("cast", &dtypes, build);
+pub fn register(table: &mut LaunchTable) {
+    table.register("cast", &crate::ops::spec::sized(), launch);
 }
 
 #[cfg(test)]

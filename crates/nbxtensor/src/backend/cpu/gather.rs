@@ -1,24 +1,17 @@
-//! Gathers, byte-exact on every dtype with a per-element width:
-//!
-//! - `embedding(indices, table)`: the rows of `table [V, D]` at `indices` (int32 or int64,
-//!   any shape) → `[*indices.shape, D]`; the op dispatches on the indices' dtype;
-//! - `index_select(x, indices, axis)`: the entries of `x` at the 1-d `indices` along `axis`;
-//! - `concat(inputs.., axis)`: any number of inputs of one dtype joined along `axis`.
-//!
-//! Every index is checked against its range before anything is written; a bad one is
-//! refused with its position, its value and the range. Inputs of any layout are read through
-//! their strides; each output block is copied by whole contiguous runs where both sides allow.
+//! The gathers on the host (`ops::spec::gather` says what each computes), byte-exact on
+//! every dtype with a per-element width. Every index is checked against its range before
+//! anything is written; a bad one is refused with its position, its value and the range.
+//! Inputs of any layout are read through their strides; each output block is copied by whole
+//! contiguous runs where both sides allow.
 
-use crate::backend::CapabilityTable;
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::gather::{Concat, Embedding, IndexSelect};
 use crate::settings::threads;
 use crate::shape;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
-
-/// The dtypes indices may have.
-const INDEX_DTYPES: [DType; 2] = [DType::Int32, DType::Int64];
 
 /// Output bytes below which a gather copies on the calling thread.
 const PARALLEL_BYTES: usize = 1 << 16;
@@ -100,227 +93,91 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// A normalized axis of a tensor of `ndim` dims.
-fn axis_of(op: &str, axis: i64, ndim: usize) -> Result<usize> {
-    let n = ndim as i64;
-    if axis < -n || axis >= n {
-        return Err(invalid(format!("{op}: axis {axis} is out of range for {ndim} dims")));
-    }
-    Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
-}
-
 fn contiguous(shape: &[i64]) -> Result<Vec<i64>> {
     shape::contiguous_strides(shape).map_err(|e| invalid(e.to_string()))
 }
 
-fn index_dtype(op: &str, meta: &TensorMeta) -> Result<()> {
-    if INDEX_DTYPES.contains(&meta.dtype) {
-        Ok(())
-    } else {
-        Err(invalid(format!("{op}: indices must be int32 or int64, got {}", meta.dtype)))
-    }
+fn launch_embedding(_: &Embedding, launch: Launch<'_>) -> Result<()> {
+    let (indices, table, out) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
+    let rows = checked_indices("embedding", indices, table.shape()[0], &format!("table {:?}", table.shape()))?;
+    let itemsize = table.dtype().itemsize().map_err(|e| invalid(e.to_string()))? as isize;
+    let (d, ts) = (table.shape()[1], table.strides());
+    let blocks: Vec<Block<'_>> = rows
+        .iter()
+        .enumerate()
+        .map(|(p, &row)| Block {
+            src: row as isize * ts[0] as isize * itemsize,
+            dst: p as isize * d as isize * itemsize,
+            shape: &table.shape()[1..],
+            src_strides: &ts[1..],
+            dst_strides: &[1],
+        })
+        .collect();
+    copy_blocks(table, out, &blocks)
 }
 
-/// `embedding(indices, table)`.
-struct Embedding;
+fn launch_index_select(spec: &IndexSelect, launch: Launch<'_>) -> Result<()> {
+    let (x, indices, out) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
+    let meta = |t: &Tensor| TensorMeta::new(t.dtype(), t.shape());
+    let (axis, shape) = spec.out_shape(&meta(x), &meta(indices))?;
+    let values = checked_indices("index_select", indices, x.shape()[axis], &format!("axis {axis} of {:?}", x.shape()))?;
+    let itemsize = x.dtype().itemsize().map_err(|e| invalid(e.to_string()))? as isize;
+    let out_strides = contiguous(&shape)?;
+    let mut sub_shape = x.shape().to_vec();
+    sub_shape.remove(axis);
+    let mut src_strides = x.strides().to_vec();
+    src_strides.remove(axis);
+    let mut dst_strides = out_strides.clone();
+    dst_strides.remove(axis);
+    let blocks: Vec<Block<'_>> = values
+        .iter()
+        .enumerate()
+        .map(|(l, &i)| Block {
+            src: i as isize * x.strides()[axis] as isize * itemsize,
+            dst: l as isize * out_strides[axis] as isize * itemsize,
+            shape: &sub_shape,
+            src_strides: &src_strides,
+            dst_strides: &dst_strides,
+        })
+        .collect();
+    copy_blocks(x, out, &blocks)
+}
 
-impl Kernel for Embedding {
-    fn key(&self) -> String {
-        "embedding".into()
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [indices, table] = inputs else {
-            return Err(invalid(format!("embedding: takes 2 inputs (indices, table), got {}", inputs.len())));
-        };
-        index_dtype("embedding", indices)?;
-        if table.shape.len() != 2 {
-            return Err(invalid(format!("embedding: table must be 2-d [V, D], got {:?}", table.shape)));
-        }
-        table.dtype.itemsize().map_err(|e| invalid(format!("embedding: {e}")))?;
-        let mut shape = indices.shape.clone();
-        shape.push(table.shape[1]);
-        let out = TensorMeta::new(table.dtype, &shape);
-        let read = indices.bytes()? + out.bytes()?;
-        Cost::simple(vec![out], read, 0)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        let (indices, table, out) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-        let rows = checked_indices("embedding", indices, table.shape()[0], &format!("table {:?}", table.shape()))?;
-        let itemsize = table.dtype().itemsize().map_err(|e| invalid(e.to_string()))? as isize;
-        let (d, ts) = (table.shape()[1], table.strides());
-        let blocks: Vec<Block<'_>> = rows
-            .iter()
-            .enumerate()
-            .map(|(p, &row)| Block {
-                src: row as isize * ts[0] as isize * itemsize,
-                dst: p as isize * d as isize * itemsize,
-                shape: &table.shape()[1..],
-                src_strides: &ts[1..],
-                dst_strides: &[1],
+fn launch_concat(spec: &Concat, launch: Launch<'_>) -> Result<()> {
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let (axis, shape) = spec.out_shape(&metas)?;
+    let out_strides = contiguous(&shape)?;
+    let itemsize = metas[0].dtype.itemsize().map_err(|e| invalid(e.to_string()))? as isize;
+    let mut start = 0i64;
+    for input in launch.inputs {
+        // One block per index of the outermost dim (the unit of parallel work).
+        let (outer, inner) = (input.shape()[0], &input.shape()[1..]);
+        let blocks: Vec<Block<'_>> = (0..outer)
+            .map(|t| {
+                let along = if axis == 0 { start + t } else { t };
+                let beside = if axis == 0 { 0 } else { start * out_strides[axis] };
+                Block {
+                    src: t as isize * input.strides()[0] as isize * itemsize,
+                    dst: (along * out_strides[0] + beside) as isize * itemsize,
+                    shape: inner,
+                    src_strides: &input.strides()[1..],
+                    dst_strides: &out_strides[1..],
+                }
             })
             .collect();
-        copy_blocks(table, out, &blocks)
+        copy_blocks(input, &launch.outputs[0], &blocks)?;
+        start += input.shape()[axis];
     }
-}
-
-/// `index_select(x, indices, axis)`.
-struct IndexSelect {
-    axis: i64,
-}
-
-impl IndexSelect {
-    fn out_shape(&self, x: &TensorMeta, indices: &TensorMeta) -> Result<(usize, Vec<i64>)> {
-        index_dtype("index_select", indices)?;
-        if indices.shape.len() != 1 {
-            return Err(invalid(format!("index_select: indices must be 1-d, got {:?}", indices.shape)));
-        }
-        let axis = axis_of("index_select", self.axis, x.shape.len())?;
-        let mut shape = x.shape.clone();
-        shape[axis] = indices.shape[0];
-        Ok((axis, shape))
-    }
-}
-
-impl Kernel for IndexSelect {
-    fn key(&self) -> String {
-        format!("index_select:axis{}", self.axis)
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [x, indices] = inputs else {
-            return Err(invalid(format!("index_select: takes 2 inputs (x, indices), got {}", inputs.len())));
-        };
-        let (_, shape) = self.out_shape(x, indices)?;
-        let out = TensorMeta::new(x.dtype, &shape);
-        let read = indices.bytes()? + out.bytes()?;
-        Cost::simple(vec![out], read, 0)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        let (x, indices, out) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-        let meta = |t: &Tensor| TensorMeta::new(t.dtype(), t.shape());
-        let (axis, shape) = self.out_shape(&meta(x), &meta(indices))?;
-        let values =
-            checked_indices("index_select", indices, x.shape()[axis], &format!("axis {axis} of {:?}", x.shape()))?;
-        let itemsize = x.dtype().itemsize().map_err(|e| invalid(e.to_string()))? as isize;
-        let out_strides = contiguous(&shape)?;
-        let mut sub_shape = x.shape().to_vec();
-        sub_shape.remove(axis);
-        let mut src_strides = x.strides().to_vec();
-        src_strides.remove(axis);
-        let mut dst_strides = out_strides.clone();
-        dst_strides.remove(axis);
-        let blocks: Vec<Block<'_>> = values
-            .iter()
-            .enumerate()
-            .map(|(l, &i)| Block {
-                src: i as isize * x.strides()[axis] as isize * itemsize,
-                dst: l as isize * out_strides[axis] as isize * itemsize,
-                shape: &sub_shape,
-                src_strides: &src_strides,
-                dst_strides: &dst_strides,
-            })
-            .collect();
-        copy_blocks(x, out, &blocks)
-    }
-}
-
-/// `concat(inputs.., axis)`.
-struct Concat {
-    axis: i64,
-}
-
-impl Concat {
-    fn out_shape(&self, inputs: &[TensorMeta]) -> Result<(usize, Vec<i64>)> {
-        let first = inputs.first().ok_or_else(|| invalid("concat: takes at least one input".into()))?;
-        if first.shape.is_empty() {
-            return Err(invalid("concat: inputs must have at least one dim, got a 0-d tensor".into()));
-        }
-        let axis = axis_of("concat", self.axis, first.shape.len())?;
-        let mut shape = first.shape.clone();
-        shape[axis] = 0;
-        for (i, meta) in inputs.iter().enumerate() {
-            if meta.dtype != first.dtype {
-                return Err(invalid(format!("concat: input {i} is {}, input 0 is {}", meta.dtype, first.dtype)));
-            }
-            let agrees = meta.shape.len() == first.shape.len()
-                && meta.shape.iter().zip(&first.shape).enumerate().all(|(d, (a, b))| d == axis || a == b);
-            if !agrees {
-                return Err(invalid(format!(
-                    "concat: input {i} {:?} does not match input 0 {:?} outside axis {axis}",
-                    meta.shape, first.shape
-                )));
-            }
-            shape[axis] += meta.shape[axis];
-        }
-        Ok((axis, shape))
-    }
-}
-
-impl Kernel for Concat {
-    fn key(&self) -> String {
-        format!("concat:axis{}", self.axis)
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let (_, shape) = self.out_shape(inputs)?;
-        let out = TensorMeta::new(inputs[0].dtype, &shape);
-        let read = out.bytes()?;
-        Cost::simple(vec![out], read, 0)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
-        let (axis, shape) = self.out_shape(&metas)?;
-        let out_strides = contiguous(&shape)?;
-        let itemsize = metas[0].dtype.itemsize().map_err(|e| invalid(e.to_string()))? as isize;
-        let mut start = 0i64;
-        for input in launch.inputs {
-            // One block per index of the outermost dim (the unit of parallel work).
-            let (outer, inner) = (input.shape()[0], &input.shape()[1..]);
-            let blocks: Vec<Block<'_>> = (0..outer)
-                .map(|t| {
-                    let along = if axis == 0 { start + t } else { t };
-                    let beside = if axis == 0 { 0 } else { start * out_strides[axis] };
-                    Block {
-                        src: t as isize * input.strides()[0] as isize * itemsize,
-                        dst: (along * out_strides[0] + beside) as isize * itemsize,
-                        shape: inner,
-                        src_strides: &input.strides()[1..],
-                        dst_strides: &out_strides[1..],
-                    }
-                })
-                .collect();
-            copy_blocks(input, &launch.outputs[0], &blocks)?;
-            start += input.shape()[axis];
-        }
-        Ok(())
-    }
-}
-
-/// The dtypes whose elements have a width (every one a gather can copy).
-fn sized_dtypes() -> Vec<DType> {
-    DType::ALL.iter().copied().filter(|d| d.itemsize().is_ok()).collect()
+    Ok(())
 }
 
 /// Registers `embedding` (on the index dtypes), `index_select` and `concat` (on every dtype
 /// with a width).
-pub fn register(table: &mut CapabilityTable) {
-    let sized = sized_dtypes();
-    table.register("embedding", &INDEX_DTYPES, |_, attrs| {
-        attrs.only("embedding", &[])?;
-        Ok(Box::new(Embedding))
-    });
-    table.register("index_select", &sized, |_, attrs| {
-        attrs.only("index_select", &["axis"])?;
-        Ok(Box::new(IndexSelect { axis: attrs.int("index_select", "axis", None)? }))
-    });
-    table.register("concat", &sized, |_, attrs| {
-        attrs.only("concat", &["axis"])?;
-        Ok(Box::new(Concat { axis: attrs.int("concat", "axis", Some(0))? }))
-    });
+pub fn register(table: &mut LaunchTable) {
+    let sized = crate::ops::spec::sized();
+    table.register("embedding", &crate::ops::spec::INDEX_DTYPES, launch_embedding);
+    table.register("index_select", &sized, launch_index_select);
+    table.register("concat", &sized, launch_concat);
 }
 
 #[cfg(test)]

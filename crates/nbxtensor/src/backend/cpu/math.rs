@@ -3,13 +3,20 @@
 //! element type to the type it computes in.
 
 use super::buffers::Float;
-use crate::dtype::DType;
 use crate::tensor::Element;
 use half::{bf16, f16};
 
-/// The float dtypes the arithmetic kernels serve: float32, float16, bfloat16 (computed in
-/// float32) and float64 (computed in float64).
-pub const REALS: [DType; 4] = [DType::Float32, DType::Float16, DType::Bfloat16, DType::Float64];
+/// Declares (in the trait) or forwards (in an impl) functions of the standard library by name.
+macro_rules! std_math {
+    (decl: $($f:ident),*) => {$(
+        #[doc = concat!("The standard library's `", stringify!($f), "`.")]
+        fn $f(self) -> Self;
+    )*};
+    (impl $t:ty: $($f:ident),*) => {$(
+        #[inline(always)]
+        fn $f(self) -> $t { <$t>::$f(self) }
+    )*};
+}
 
 /// A type kernels compute in (f32 or f64).
 pub trait Real:
@@ -48,6 +55,24 @@ pub trait Real:
     fn gelu(self) -> Self;
     /// Whether the value is NaN.
     fn is_nan(self) -> bool;
+    /// Whether the value is infinite.
+    fn is_infinite(self) -> bool;
+    /// Whether the value is neither NaN nor infinite.
+    fn is_finite(self) -> bool;
+    /// Whether the sign bit is set.
+    fn is_sign_negative(self) -> bool;
+    /// The angle of the point `(x, self)`.
+    fn atan2(self, x: Self) -> Self;
+    /// `|self|` with the sign of `sign`.
+    fn copysign(self, sign: Self) -> Self;
+    /// `sqrt(self² + y²)` without overflow on the way.
+    fn hypot(self, y: Self) -> Self;
+    /// The largest integer not above the value.
+    fn floor(self) -> Self;
+    /// The remainder of the division by `divisor`, the sign of the dividend (C's fmod).
+    fn fmod(self, divisor: Self) -> Self;
+    std_math!(decl: sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp_m1, ln_1p, log2,
+        log10, ceil, round_ties_even, trunc);
 }
 
 /// e^x: float32 by the vectorizable `exp_f32` (2 ulp), float64 by the standard library.
@@ -119,6 +144,40 @@ macro_rules! real {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
+            #[inline(always)]
+            fn is_infinite(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn is_sign_negative(self) -> bool {
+                <$t>::is_sign_negative(self)
+            }
+            #[inline(always)]
+            fn atan2(self, x: $t) -> $t {
+                <$t>::atan2(self, x)
+            }
+            #[inline(always)]
+            fn copysign(self, sign: $t) -> $t {
+                <$t>::copysign(self, sign)
+            }
+            #[inline(always)]
+            fn hypot(self, y: $t) -> $t {
+                <$t>::hypot(self, y)
+            }
+            #[inline(always)]
+            fn floor(self) -> $t {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn fmod(self, divisor: $t) -> $t {
+                self % divisor
+            }
+            std_math!(impl $t: sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp_m1, ln_1p,
+                log2, log10, ceil, round_ties_even, trunc);
         }
     };
 }

@@ -1,5 +1,6 @@
-//! The CPU backend: kernels over host memory, multithreaded on the library's pool. Kernel
-//! families live one per file and register their ops in the table.
+//! The CPU backend: host memory from the host allocator, launches over it multithreaded on
+//! the library's pool, capture as the bound launch list itself. Launch families live one per
+//! file and register their ops in the table.
 
 mod attention;
 mod binary;
@@ -15,6 +16,7 @@ mod gelu;
 mod math;
 mod matmul;
 mod norm;
+mod peaks;
 mod quant;
 mod reduce;
 mod reduce_loop;
@@ -25,20 +27,23 @@ mod softmax;
 mod unary;
 mod widen;
 
-use super::{Backend, CapabilityTable};
-use crate::memory::Device;
+use super::device::{Backend, Block, DeviceBlock, Graph};
+use super::{LaunchTable, Peaks};
+use crate::kernel::KernelError;
+use crate::memory::{host_allocator, Allocator, Device, HostBlock, MemoryError, HOST_ALIGNMENT};
+use crate::tensor::dlpack::KDL_CPU;
 use std::sync::OnceLock;
 
 /// The CPU backend (one per process).
 pub struct CpuBackend {
-    table: CapabilityTable,
+    table: LaunchTable,
 }
 
 /// The CPU backend, its table built at first use.
 pub fn cpu() -> &'static CpuBackend {
     static CPU: OnceLock<CpuBackend> = OnceLock::new();
     CPU.get_or_init(|| {
-        let mut table = CapabilityTable::new("cpu");
+        let mut table = LaunchTable::new("cpu");
         unary::register(&mut table);
         copy::register(&mut table);
         matmul::register(&mut table);
@@ -57,6 +62,16 @@ pub fn cpu() -> &'static CpuBackend {
     })
 }
 
+impl DeviceBlock for HostBlock {
+    fn address(&self) -> u64 {
+        self.as_ptr() as u64
+    }
+
+    fn len(&self) -> usize {
+        HostBlock::len(self)
+    }
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
         "cpu"
@@ -66,7 +81,88 @@ impl Backend for CpuBackend {
         Device::CPU
     }
 
-    fn table(&self) -> &CapabilityTable {
-        &self.table
+    fn launches(&self) -> &'static LaunchTable {
+        &cpu().table
+    }
+
+    fn host_addressable(&self) -> bool {
+        true
+    }
+
+    fn alignment(&self) -> u64 {
+        HOST_ALIGNMENT as u64
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Block, MemoryError> {
+        Ok(Box::new(host_allocator().alloc(bytes)?))
+    }
+
+    fn alloc_exact(&self, bytes: usize) -> Result<Block, MemoryError> {
+        self.alloc(bytes)
+    }
+
+    fn allocated_bytes(&self, bytes: u64) -> u64 {
+        usize::try_from(bytes).map_or(u64::MAX, |b| host_allocator().footprint(b) as u64)
+    }
+
+    fn in_use(&self) -> u64 {
+        host_allocator().in_use()
+    }
+
+    fn limit(&self) -> Result<u64, MemoryError> {
+        host_allocator().limit()
+    }
+
+    unsafe fn zero(&self, address: u64, len: usize) -> Result<(), MemoryError> {
+        // SAFETY: the caller vouches for the range (a live host block used by nothing else).
+        unsafe { std::ptr::write_bytes(address as *mut u8, 0, len) };
+        Ok(())
+    }
+
+    unsafe fn write(&self, address: u64, bytes: &[u8]) -> Result<(), MemoryError> {
+        // SAFETY: as in `zero`; a host buffer never overlaps the caller's slice.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), address as *mut u8, bytes.len()) };
+        Ok(())
+    }
+
+    unsafe fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        // SAFETY: the caller vouches that the range is readable.
+        unsafe { std::ptr::copy_nonoverlapping(address as *const u8, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    unsafe fn copy_within(&self, dst: u64, src: u64, len: usize) -> Result<(), MemoryError> {
+        // SAFETY: as in `zero` and `read`; the ranges do not overlap (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, len) };
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), KernelError> {
+        // host launches have finished when they return
+        Ok(())
+    }
+
+    fn dlpack_device(&self) -> (i32, i32) {
+        (KDL_CPU, 0)
+    }
+
+    fn dlpack_export_stream(&self, stream: Option<i64>) -> Result<(), String> {
+        match stream {
+            None => Ok(()),
+            Some(_) => Err("__dlpack__: a host tensor takes no stream (stream must be None)".into()),
+        }
+    }
+
+    fn dlpack_import_stream(&self) -> Result<Option<i64>, String> {
+        Ok(None)
+    }
+
+    fn capture(&self, _: &mut dyn FnMut() -> Result<(), KernelError>) -> Result<Option<Box<dyn Graph>>, KernelError> {
+        // the bound launch list is the CPU's capture: it replays itself
+        Ok(None)
+    }
+
+    fn peaks(&self) -> Result<Peaks, KernelError> {
+        peaks::measure()
     }
 }

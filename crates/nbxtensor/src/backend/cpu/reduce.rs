@@ -1,53 +1,16 @@
-//! Reductions along axes: sum, mean, max, min (attributes `axes`, a list of ints with
-//! negatives from the end, absent for all axes; `keepdim`, default false) and argmax
-//! (attribute `axis`, one int; `keepdim`; int64 output, the first maximum, a NaN counting as
-//! the maximum as in numpy).
-//!
-//! Floats (float32, float16, bfloat16, float64): sum and mean accumulate in float64, then round
-//! once to the dtype; max and min propagate NaN. Integers: sum wraps in int64 (signed inputs)
-//! or uint64 (unsigned), which is its output dtype, as numpy's; max, min and argmax compare
-//! exactly. max, min and argmax of no elements are refused.
+//! The reductions on the host (`ops::spec::reduce` says what each computes): sums and means
+//! of floats accumulate in float64 then round once; integer sums wrap in 64 bits.
 
-use super::binary::INTEGERS;
 use super::buffers::{read, write};
-use super::math::{Real, Stored, REALS};
-use super::reduce_loop::{normalize_axes, reduce, reduced_shape, Fold};
-use crate::backend::CapabilityTable;
+use super::math::{Real, Stored};
+use super::reduce_loop::{reduce, Fold};
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::facts::Kind;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::reduce::{Reduce, ReduceOp};
 use crate::tensor::Element;
 use half::{bf16, f16};
 use std::marker::PhantomData;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Sum,
-    Mean,
-    Max,
-    Min,
-    ArgMax,
-}
-
-impl Op {
-    fn name(self) -> &'static str {
-        match self {
-            Op::Sum => "sum",
-            Op::Mean => "mean",
-            Op::Max => "max",
-            Op::Min => "min",
-            Op::ArgMax => "argmax",
-        }
-    }
-}
-
-struct Reduction {
-    op: Op,
-    dtype: DType,
-    /// None: every axis.
-    axes: Option<Vec<i64>>,
-    keepdim: bool,
-}
 
 /// Sum (or mean) of floats in float64.
 struct FloatSum<T>(bool, PhantomData<T>);
@@ -211,132 +174,61 @@ impl<T: Integer> Fold for IntArgMax<T> {
     }
 }
 
-impl Reduction {
-    fn reduced(&self, ndim: usize) -> Result<Vec<bool>> {
-        normalize_axes(self.op.name(), self.axes.as_deref(), ndim)
-    }
+fn run<F: Fold>(spec: &Reduce, fold: F, launch: &Launch<'_>) -> Result<()>
+where
+    F::In: Element,
+    F::Out: Element,
+{
+    let input = &launch.inputs[0];
+    let x = read::<F::In>(input)?;
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<F::Out>(&launch.outputs[0])? };
+    reduce(&fold, &x, input.shape(), &spec.reduced(input.ndim())?, out)
+}
 
-    fn output_dtype(&self) -> DType {
-        match (self.op, self.dtype.kind()) {
-            (Op::ArgMax, _) => DType::Int64,
-            (Op::Sum, Kind::Int) => DType::Int64,
-            (Op::Sum, Kind::Uint) => DType::Uint64,
-            _ => self.dtype,
-        }
-    }
-
-    fn run<F: Fold>(&self, fold: F, launch: &Launch<'_>) -> Result<()>
-    where
-        F::In: Element,
-        F::Out: Element,
-    {
-        let input = &launch.inputs[0];
-        let x = read::<F::In>(input)?;
-        // SAFETY: the output is this launch's own buffer.
-        let out = unsafe { write::<F::Out>(&launch.outputs[0])? };
-        reduce(&fold, &x, input.shape(), &self.reduced(input.ndim())?, out)
-    }
-
-    fn float<T: Stored>(&self, launch: &Launch<'_>) -> Result<()> {
-        match self.op {
-            Op::Sum => self.run(FloatSum::<T>(false, PhantomData), launch),
-            Op::Mean => self.run(FloatSum::<T>(true, PhantomData), launch),
-            Op::Max => self.run(FloatExtreme::<T>(true, PhantomData), launch),
-            Op::Min => self.run(FloatExtreme::<T>(false, PhantomData), launch),
-            Op::ArgMax => self.run(FloatArgMax::<T>(PhantomData), launch),
-        }
-    }
-
-    fn int<T: Integer>(&self, launch: &Launch<'_>) -> Result<()> {
-        match self.op {
-            Op::Sum => self.run(IntSum::<T>(PhantomData), launch),
-            Op::Max => self.run(IntExtreme::<T>(true, PhantomData), launch),
-            Op::Min => self.run(IntExtreme::<T>(false, PhantomData), launch),
-            Op::ArgMax => self.run(IntArgMax::<T>(PhantomData), launch),
-            Op::Mean => Err(KernelError::Invalid(format!("mean: no loop for {}", self.dtype))),
-        }
+fn float<T: Stored>(spec: &Reduce, launch: &Launch<'_>) -> Result<()> {
+    match spec.op {
+        ReduceOp::Sum => run(spec, FloatSum::<T>(false, PhantomData), launch),
+        ReduceOp::Mean => run(spec, FloatSum::<T>(true, PhantomData), launch),
+        ReduceOp::Max => run(spec, FloatExtreme::<T>(true, PhantomData), launch),
+        ReduceOp::Min => run(spec, FloatExtreme::<T>(false, PhantomData), launch),
+        ReduceOp::ArgMax => run(spec, FloatArgMax::<T>(PhantomData), launch),
     }
 }
 
-impl Kernel for Reduction {
-    fn key(&self) -> String {
-        let axes = match &self.axes {
-            Some(axes) => format!("{axes:?}"),
-            None => "all".to_string(),
-        };
-        format!("{}:{}:axes={axes}:keepdim={}", self.op.name(), self.dtype.launch_key(), self.keepdim)
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let name = self.op.name();
-        let [input] = inputs else {
-            return Err(KernelError::Invalid(format!("{name}: takes one input, got {}", inputs.len())));
-        };
-        if input.dtype != self.dtype {
-            return Err(KernelError::Invalid(format!(
-                "{name}: input is {}, the kernel serves {}",
-                input.dtype, self.dtype
-            )));
-        }
-        let reduced = self.reduced(input.shape.len())?;
-        let shape = reduced_shape(&input.shape, &reduced, self.keepdim);
-        let out = TensorMeta::new(self.output_dtype(), &shape);
-        let empty = input.shape.iter().zip(&reduced).any(|(&e, &r)| r && e == 0);
-        if empty && matches!(self.op, Op::Max | Op::Min | Op::ArgMax) && out.numel()? > 0 {
-            return Err(KernelError::Invalid(format!(
-                "{name}: the reduced axes of shape {:?} hold no elements, and {name} has no identity",
-                input.shape
-            )));
-        }
-        Cost::simple(vec![out], input.bytes()?, input.numel()?)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        match self.dtype {
-            DType::Float32 => self.float::<f32>(&launch),
-            DType::Float16 => self.float::<f16>(&launch),
-            DType::Bfloat16 => self.float::<bf16>(&launch),
-            DType::Float64 => self.float::<f64>(&launch),
-            DType::Int8 => self.int::<i8>(&launch),
-            DType::Int16 => self.int::<i16>(&launch),
-            DType::Int32 => self.int::<i32>(&launch),
-            DType::Int64 => self.int::<i64>(&launch),
-            DType::Uint8 => self.int::<u8>(&launch),
-            DType::Uint16 => self.int::<u16>(&launch),
-            DType::Uint32 => self.int::<u32>(&launch),
-            DType::Uint64 => self.int::<u64>(&launch),
-            other => Err(KernelError::Invalid(format!("{}: no loop for {other}", self.op.name()))),
-        }
+fn int<T: Integer>(spec: &Reduce, launch: &Launch<'_>) -> Result<()> {
+    match spec.op {
+        ReduceOp::Sum => run(spec, IntSum::<T>(PhantomData), launch),
+        ReduceOp::Max => run(spec, IntExtreme::<T>(true, PhantomData), launch),
+        ReduceOp::Min => run(spec, IntExtreme::<T>(false, PhantomData), launch),
+        ReduceOp::ArgMax => run(spec, IntArgMax::<T>(PhantomData), launch),
+        ReduceOp::Mean => Err(KernelError::Invalid(format!("mean: no loop for {}", spec.dtype))),
     }
 }
 
-fn build(op: Op, dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    let name = op.name();
-    let axes = if op == Op::ArgMax {
-        attrs.only(name, &["axis", "keepdim"])?;
-        Some(vec![attrs.int(name, "axis", None)?])
-    } else {
-        attrs.only(name, &["axes", "keepdim"])?;
-        match attrs.iter().any(|(n, _)| n == "axes") {
-            true => Some(attrs.ints(name, "axes", None)?),
-            false => None,
-        }
-    };
-    let keepdim = attrs.bool(name, "keepdim", Some(false))?;
-    Ok(Box::new(Reduction { op, dtype, axes, keepdim }))
+fn launch(spec: &Reduce, launch: Launch<'_>) -> Result<()> {
+    match spec.dtype {
+        DType::Float32 => float::<f32>(spec, &launch),
+        DType::Float16 => float::<f16>(spec, &launch),
+        DType::Bfloat16 => float::<bf16>(spec, &launch),
+        DType::Float64 => float::<f64>(spec, &launch),
+        DType::Int8 => int::<i8>(spec, &launch),
+        DType::Int16 => int::<i16>(spec, &launch),
+        DType::Int32 => int::<i32>(spec, &launch),
+        DType::Int64 => int::<i64>(spec, &launch),
+        DType::Uint8 => int::<u8>(spec, &launch),
+        DType::Uint16 => int::<u16>(spec, &launch),
+        DType::Uint32 => int::<u32>(spec, &launch),
+        DType::Uint64 => int::<u64>(spec, &launch),
+        other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op.name()))),
+    }
 }
 
-/// Registers sum, max, min and argmax on the float and integer dtypes, mean on the floats.
-pub fn register(table: &mut CapabilityTable) {
-    table.register("sum", &REALS, |d, a| build(Op::Sum, d, a));
-    table.register("sum", &INTEGERS, |d, a| build(Op::Sum, d, a));
-    table.register("mean", &REALS, |d, a| build(Op::Mean, d, a));
-    table.register("max", &REALS, |d, a| build(Op::Max, d, a));
-    table.register("max", &INTEGERS, |d, a| build(Op::Max, d, a));
-    table.register("min", &REALS, |d, a| build(Op::Min, d, a));
-    table.register("min", &INTEGERS, |d, a| build(Op::Min, d, a));
-    table.register("argmax", &REALS, |d, a| build(Op::ArgMax, d, a));
-    table.register("argmax", &INTEGERS, |d, a| build(Op::ArgMax, d, a));
+/// Registers sum, max, min and argmax on the floats and the integers, mean on the floats.
+pub fn register(table: &mut LaunchTable) {
+    for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+        table.register(op.name(), &op.dtypes(), launch);
+    }
 }
 
 #[cfg(test)]

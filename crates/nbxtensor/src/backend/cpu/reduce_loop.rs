@@ -26,35 +26,6 @@ pub trait Fold: Sync {
     fn finish(&self, acc: Self::Acc, count: usize) -> Self::Out;
 }
 
-/// The axes of a reduction over `ndim` dims: `axes` (negatives from the end) or, when None,
-/// all of them; duplicates and out-of-range axes are refused naming `op`.
-pub fn normalize_axes(op: &str, axes: Option<&[i64]>, ndim: usize) -> Result<Vec<bool>> {
-    let mut reduced = vec![axes.is_none(); ndim];
-    for &axis in axes.unwrap_or(&[]) {
-        let resolved = if axis < 0 { axis + ndim as i64 } else { axis };
-        if resolved < 0 || resolved >= ndim as i64 {
-            return Err(KernelError::Invalid(format!("{op}: axis {axis} is out of range for {ndim} dims")));
-        }
-        if std::mem::replace(&mut reduced[resolved as usize], true) {
-            return Err(KernelError::Invalid(format!("{op}: axis {axis} is given twice")));
-        }
-    }
-    Ok(reduced)
-}
-
-/// The output shape: reduced dims dropped, or kept as 1 with `keepdim`.
-pub fn reduced_shape(shape: &[i64], reduced: &[bool], keepdim: bool) -> Vec<i64> {
-    shape
-        .iter()
-        .zip(reduced)
-        .filter_map(|(&extent, &r)| match (r, keepdim) {
-            (false, _) => Some(extent),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
-        .collect()
-}
-
 /// Folds the contiguous `x` of `shape` over the `reduced` axes into `out` (the kept axes in
 /// row-major order).
 pub fn reduce<F: Fold>(fold: &F, x: &[F::In], shape: &[i64], reduced: &[bool], out: &mut [F::Out]) -> Result<()> {
@@ -168,6 +139,7 @@ fn general<F: Fold>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::spec::reduce::normalize_axes;
 
     /// Records the reduced elements of each output, in order.
     struct Trace;

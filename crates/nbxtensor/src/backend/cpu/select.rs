@@ -1,37 +1,17 @@
-//! Selection with numpy broadcasting: `where(cond, a, b)` (a where cond is true, else b) and
-//! `masked_fill(x, mask, value)` (value where mask is true, else x).
-//!
-//! `where` dispatches on its condition (bool) and copies elements of any dtype of 1, 2, 4 or 8
-//! bytes (complex128 is refused by name). `masked_fill` serves the float and integer dtypes
-//! and bool; its `value` attribute is fitted to the dtype by the policy's fill rule
-//! (`nbxtensor::dtype::policy::fill_value`: a float beyond the finite range clamps to it, an
-//! integer clamps to the dtype's range, a fraction or NaN for an integer dtype is refused).
+//! `where` and `masked_fill` on the host (`ops::spec::select` says what they compute), with
+//! numpy broadcasting: `where` selects elements as the unsigned integers of their width.
 
-use super::binary::INTEGERS;
-use super::broadcast::{broadcast_shape, zip2, zip3};
+use super::broadcast::{zip2, zip3};
 use super::buffers::write;
 use super::flags::as_bytes;
-use super::math::{Real, Stored, REALS};
-use crate::backend::CapabilityTable;
-use crate::dtype::policy::{fill_value, FillValue};
-use crate::dtype::promotion::PyScalar;
+use super::math::{Real, Stored};
+use crate::backend::LaunchTable;
+use crate::dtype::policy::FillValue;
 use crate::dtype::DType;
-use crate::facts::Kind;
-use crate::kernel::{AttrValue, Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::select::{bits_dtype, MaskedFill, Where};
 use crate::tensor::{Element, Tensor};
 use half::{bf16, f16};
-
-/// The unsigned integer dtype of `dtype`'s width: elements are copied as its bit patterns.
-fn bits_dtype(op: &str, dtype: DType) -> Result<DType> {
-    let width = dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
-    DType::ALL
-        .iter()
-        .copied()
-        .find(|d| d.kind() == Kind::Uint && d.itemsize().ok() == Some(width))
-        .ok_or_else(|| KernelError::Invalid(format!("{op}: {dtype} elements ({width} bytes) cannot be selected")))
-}
-
-struct Where;
 
 fn select<T: Element>(launch: &Launch<'_>, bits: DType) -> Result<()> {
     let out_view = launch.outputs[0].view_dtype(bits)?;
@@ -42,46 +22,15 @@ fn select<T: Element>(launch: &Launch<'_>, bits: DType) -> Result<()> {
     zip3([&cond, &a, &b], launch.outputs[0].shape(), out, |c: u8, p: T, q: T| if c != 0 { p } else { q })
 }
 
-impl Kernel for Where {
-    fn key(&self) -> String {
-        format!("where:{}", DType::Bool.launch_key())
+fn launch_where(_: &Where, launch: Launch<'_>) -> Result<()> {
+    let bits = bits_dtype("where", launch.inputs[1].dtype())?;
+    match bits {
+        DType::Uint8 => select::<u8>(&launch, bits),
+        DType::Uint16 => select::<u16>(&launch, bits),
+        DType::Uint32 => select::<u32>(&launch, bits),
+        DType::Uint64 => select::<u64>(&launch, bits),
+        other => Err(KernelError::Invalid(format!("where: no loop for {other} elements"))),
     }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [cond, a, b] = inputs else {
-            return Err(KernelError::Invalid(format!("where: takes three inputs (cond, a, b), got {}", inputs.len())));
-        };
-        if cond.dtype != DType::Bool {
-            return Err(KernelError::Invalid(format!("where: the condition is {}, not bool", cond.dtype)));
-        }
-        if a.dtype != b.dtype {
-            return Err(KernelError::Invalid(format!(
-                "where: operands are {} and {}; cast them to one dtype first",
-                a.dtype, b.dtype
-            )));
-        }
-        bits_dtype("where", a.dtype)?;
-        let shape = broadcast_shape("where", &[cond, a, b])?;
-        let out = TensorMeta::new(a.dtype, &shape);
-        let read = cond.bytes()? + a.bytes()? + b.bytes()?;
-        Cost::simple(vec![out], read, 0)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        let bits = bits_dtype("where", launch.inputs[1].dtype())?;
-        match bits {
-            DType::Uint8 => select::<u8>(&launch, bits),
-            DType::Uint16 => select::<u16>(&launch, bits),
-            DType::Uint32 => select::<u32>(&launch, bits),
-            DType::Uint64 => select::<u64>(&launch, bits),
-            other => Err(KernelError::Invalid(format!("where: no loop for {other} elements"))),
-        }
-    }
-}
-
-struct MaskedFill {
-    dtype: DType,
-    value: FillValue,
 }
 
 fn fill<T: Element>(x: &Tensor, launch: &Launch<'_>, value: T) -> Result<()> {
@@ -110,73 +59,30 @@ macro_rules! fill_int {
     };
 }
 
-impl Kernel for MaskedFill {
-    fn key(&self) -> String {
-        format!("masked_fill:{}", self.dtype.launch_key())
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [x, mask] = inputs else {
-            return Err(KernelError::Invalid(format!("masked_fill: takes two inputs (x, mask), got {}", inputs.len())));
-        };
-        if x.dtype != self.dtype {
-            return Err(KernelError::Invalid(format!(
-                "masked_fill: x is {}, the kernel serves {}",
-                x.dtype, self.dtype
-            )));
-        }
-        if mask.dtype != DType::Bool {
-            return Err(KernelError::Invalid(format!("masked_fill: the mask is {}, not bool", mask.dtype)));
-        }
-        let shape = broadcast_shape("masked_fill", &[x, mask])?;
-        let out = TensorMeta::new(self.dtype, &shape);
-        let mut cost = Cost::simple(vec![out], x.bytes()? + mask.bytes()?, 0)?;
-        if x.shape == shape {
-            cost.in_place = vec![(0, 0)];
-        }
-        Ok(cost)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        match (self.dtype, self.value) {
-            (DType::Float32, FillValue::Float(v)) => fill_float::<f32>(&launch, v),
-            (DType::Float16, FillValue::Float(v)) => fill_float::<f16>(&launch, v),
-            (DType::Bfloat16, FillValue::Float(v)) => fill_float::<bf16>(&launch, v),
-            (DType::Float64, FillValue::Float(v)) => fill_float::<f64>(&launch, v),
-            (DType::Int8, FillValue::Int(v)) => fill_int!(i8, launch, v),
-            (DType::Int16, FillValue::Int(v)) => fill_int!(i16, launch, v),
-            (DType::Int32, FillValue::Int(v)) => fill_int!(i32, launch, v),
-            (DType::Int64, FillValue::Int(v)) => fill_int!(i64, launch, v),
-            (DType::Uint8, FillValue::Int(v)) => fill_int!(u8, launch, v),
-            (DType::Uint16, FillValue::Int(v)) => fill_int!(u16, launch, v),
-            (DType::Uint32, FillValue::Int(v)) => fill_int!(u32, launch, v),
-            (DType::Uint64, FillValue::Int(v)) => fill_int!(u64, launch, v),
-            (DType::Bool, FillValue::Bool(v)) => fill::<u8>(&as_bytes(&launch.inputs[0])?, &launch, u8::from(v)),
-            (other, value) => Err(KernelError::Invalid(format!("masked_fill: no loop for {other} with {value:?}"))),
-        }
+fn launch_masked_fill(spec: &MaskedFill, launch: Launch<'_>) -> Result<()> {
+    match (spec.dtype, spec.value) {
+        (DType::Float32, FillValue::Float(v)) => fill_float::<f32>(&launch, v),
+        (DType::Float16, FillValue::Float(v)) => fill_float::<f16>(&launch, v),
+        (DType::Bfloat16, FillValue::Float(v)) => fill_float::<bf16>(&launch, v),
+        (DType::Float64, FillValue::Float(v)) => fill_float::<f64>(&launch, v),
+        (DType::Int8, FillValue::Int(v)) => fill_int!(i8, launch, v),
+        (DType::Int16, FillValue::Int(v)) => fill_int!(i16, launch, v),
+        (DType::Int32, FillValue::Int(v)) => fill_int!(i32, launch, v),
+        (DType::Int64, FillValue::Int(v)) => fill_int!(i64, launch, v),
+        (DType::Uint8, FillValue::Int(v)) => fill_int!(u8, launch, v),
+        (DType::Uint16, FillValue::Int(v)) => fill_int!(u16, launch, v),
+        (DType::Uint32, FillValue::Int(v)) => fill_int!(u32, launch, v),
+        (DType::Uint64, FillValue::Int(v)) => fill_int!(u64, launch, v),
+        (DType::Bool, FillValue::Bool(v)) => fill::<u8>(&as_bytes(&launch.inputs[0])?, &launch, u8::from(v)),
+        (other, value) => Err(KernelError::Invalid(format!("masked_fill: no loop for {other} with {value:?}"))),
     }
 }
 
-fn build_masked_fill(dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    attrs.only("masked_fill", &["value"])?;
-    let scalar = match attrs.iter().find(|(name, _)| *name == "value").map(|(_, v)| v) {
-        Some(AttrValue::Int(v)) => PyScalar::Int(i128::from(*v)),
-        Some(AttrValue::Bool(v)) => PyScalar::Bool(*v),
-        _ => PyScalar::Float(attrs.float("masked_fill", "value", None)?),
-    };
-    let value = fill_value("masked_fill", scalar, dtype).map_err(|e| KernelError::Invalid(e.to_string()))?;
-    Ok(Box::new(MaskedFill { dtype, value }))
-}
-
-/// Registers `where` (on its bool condition) and `masked_fill` (floats, integers, bool).
-pub fn register(table: &mut CapabilityTable) {
-    table.register("where", &[DType::Bool], |_, attrs| {
-        attrs.only("where", &[])?;
-        Ok(Box::new(Where))
-    });
-    table.register("masked_fill", &REALS, build_masked_fill);
-    table.register("masked_fill", &INTEGERS, build_masked_fill);
-    table.register("masked_fill", &[DType::Bool], build_masked_fill);
+/// Registers `where` (on its bool condition) and `masked_fill` (every dtype it takes).
+pub fn register(table: &mut LaunchTable) {
+    table.register("where", &[DType::Bool], launch_where);
+    let dtypes = crate::ops::spec::op("masked_fill").map(|d| d.dtypes()).unwrap_or_default();
+    table.register("masked_fill", &dtypes, launch_masked_fill);
 }
 
 #[cfg(test)]

@@ -1,86 +1,52 @@
-//! softmax and log_softmax along one axis (attribute `axis`, default -1; negatives from the
-//! end), on the float dtypes. Stable: the axis' maximum is subtracted before `exp`; the sum of
-//! exponentials accumulates in float64. The input is seen as `(A, R, B)` with the axis as R;
-//! each `a` slab is one task.
+//! softmax and log_softmax on the host (`ops::spec::rows` says what they compute). The input
+//! is seen as `(A, R, B)` with the axis as R; each `a` slab is one task; the last axis of
+//! float32 takes a vectorized row loop.
 
 use super::buffers::{read, with_simd, write};
 use super::exp::exp_f32;
-use super::math::{Real, Stored, REALS};
+use super::math::{Real, Stored};
 use super::rows::par_rows;
-use crate::backend::CapabilityTable;
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::rows::Softmax;
 use half::{bf16, f16};
 
-struct Softmax {
-    log: bool,
-    dtype: DType,
-    axis: i64,
-}
-
-impl Softmax {
-    fn name(&self) -> &'static str {
-        if self.log {
-            "log_softmax"
-        } else {
-            "softmax"
-        }
-    }
-
-    /// `(A, R, B)` of `shape` around the axis.
-    fn split(&self, shape: &[i64]) -> Result<(usize, usize, usize)> {
-        let ndim = shape.len() as i64;
-        let axis = if self.axis < 0 { self.axis + ndim } else { self.axis };
-        if axis < 0 || axis >= ndim {
-            return Err(KernelError::Invalid(format!(
-                "{}: axis {} is out of range for shape {shape:?}",
-                self.name(),
-                self.axis
-            )));
-        }
-        let axis = axis as usize;
-        let product = |dims: &[i64]| dims.iter().product::<i64>() as usize;
-        Ok((product(&shape[..axis]), shape[axis] as usize, product(&shape[axis + 1..])))
-    }
-
-    fn run<T: Stored>(&self, launch: &Launch<'_>) -> Result<()> {
-        let input = &launch.inputs[0];
-        let (_, r, b) = self.split(input.shape())?;
-        let x = read::<T>(input)?;
-        // SAFETY: the output is this launch's own buffer.
-        let out = unsafe { write::<T>(&launch.outputs[0])? };
-        let log = self.log;
-        if b == 1 && self.dtype == DType::Float32 {
-            // the last axis of float32: rows are contiguous; one vectorized exponential each
-            let (x, out) = (cast_f32(&x), cast_f32_mut(out));
-            par_rows(out, r, |first, rows| {
-                for (row, y) in rows.chunks_mut(r).enumerate() {
-                    with_simd(|| last_axis_row(&x[(first + row) * r..][..r], y, log));
-                }
-            });
-            return Ok(());
-        }
-        par_rows(out, r * b, |first, slabs| {
-            for (s, slab) in slabs.chunks_mut(r * b).enumerate() {
-                let base = (first + s) * r * b;
-                for j in 0..b {
-                    let at = |i: usize| x[base + i * b + j].load();
-                    let max =
-                        (0..r)
-                            .map(at)
-                            .fold(<T::Compute as Real>::of(f64::NEG_INFINITY), |m, v| if v > m { v } else { m });
-                    let sum: f64 = (0..r).map(|i| (at(i) - max).exp().wide()).sum();
-                    let log_sum = sum.ln();
-                    for i in 0..r {
-                        let shifted = at(i) - max;
-                        let value = if log { shifted.wide() - log_sum } else { shifted.exp().wide() / sum };
-                        slab[i * b + j] = T::store(<T::Compute as Real>::of(value));
-                    }
-                }
+fn run<T: Stored>(spec: &Softmax, launch: &Launch<'_>) -> Result<()> {
+    let input = &launch.inputs[0];
+    let (_, r, b) = spec.split(input.shape())?;
+    let x = read::<T>(input)?;
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<T>(&launch.outputs[0])? };
+    let log = spec.log;
+    if b == 1 && spec.dtype == DType::Float32 {
+        // the last axis of float32: rows are contiguous; one vectorized exponential each
+        let (x, out) = (cast_f32(&x), cast_f32_mut(out));
+        par_rows(out, r, |first, rows| {
+            for (row, y) in rows.chunks_mut(r).enumerate() {
+                with_simd(|| last_axis_row(&x[(first + row) * r..][..r], y, log));
             }
         });
-        Ok(())
+        return Ok(());
     }
+    par_rows(out, r * b, |first, slabs| {
+        for (s, slab) in slabs.chunks_mut(r * b).enumerate() {
+            let base = (first + s) * r * b;
+            for j in 0..b {
+                let at = |i: usize| x[base + i * b + j].load();
+                let max =
+                    (0..r).map(at).fold(<T::Compute as Real>::of(f64::NEG_INFINITY), |m, v| if v > m { v } else { m });
+                let sum: f64 = (0..r).map(|i| (at(i) - max).exp().wide()).sum();
+                let log_sum = sum.ln();
+                for i in 0..r {
+                    let shifted = at(i) - max;
+                    let value = if log { shifted.wide() - log_sum } else { shifted.exp().wide() / sum };
+                    slab[i * b + j] = T::store(<T::Compute as Real>::of(value));
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// The float32 view of a float32 kernel's input (the dtype was checked by dispatch).
@@ -133,49 +99,20 @@ fn last_axis_row(x: &[f32], y: &mut [f32], log: bool) {
     }
 }
 
-impl Kernel for Softmax {
-    fn key(&self) -> String {
-        format!("{}:{}:axis={}", self.name(), self.dtype.launch_key(), self.axis)
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [input] = inputs else {
-            return Err(KernelError::Invalid(format!("{}: takes one input, got {}", self.name(), inputs.len())));
-        };
-        if input.dtype != self.dtype {
-            return Err(KernelError::Invalid(format!(
-                "{}: input is {}, the kernel serves {}",
-                self.name(),
-                input.dtype,
-                self.dtype
-            )));
-        }
-        self.split(&input.shape)?;
-        // per element: max, subtract, exp, add; then subtract, exp (or log), divide
-        Cost::simple(vec![input.clone()], input.bytes()?, input.numel()? * 7)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        match self.dtype {
-            DType::Float32 => self.run::<f32>(&launch),
-            DType::Float16 => self.run::<f16>(&launch),
-            DType::Bfloat16 => self.run::<bf16>(&launch),
-            DType::Float64 => self.run::<f64>(&launch),
-            other => Err(KernelError::Invalid(format!("{}: no loop for {other}", self.name()))),
-        }
+fn launch(spec: &Softmax, launch: Launch<'_>) -> Result<()> {
+    match spec.dtype {
+        DType::Float32 => run::<f32>(spec, &launch),
+        DType::Float16 => run::<f16>(spec, &launch),
+        DType::Bfloat16 => run::<bf16>(spec, &launch),
+        DType::Float64 => run::<f64>(spec, &launch),
+        other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.name()))),
     }
 }
 
-fn build(log: bool, dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    let name = if log { "log_softmax" } else { "softmax" };
-    attrs.only(name, &["axis"])?;
-    Ok(Box::new(Softmax { log, dtype, axis: attrs.int(name, "axis", Some(-1))? }))
-}
-
-/// Registers softmax and log_softmax on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    table.register("softmax", &REALS, |d, a| build(false, d, a));
-    table.register("log_softmax", &REALS, |d, a| build(true, d, a));
+/// Registers softmax and log_softmax on the floats.
+pub fn register(table: &mut LaunchTable) {
+    table.register("softmax", &crate::ops::spec::REALS, launch);
+    table.register("log_softmax", &crate::ops::spec::REALS, launch);
 }
 
 #[cfg(test)]

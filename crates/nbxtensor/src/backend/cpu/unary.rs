@@ -1,72 +1,24 @@
-//! Unary kernels: one element in, one element out, of the input's shape and dtype.
-//!
-//! Floats (float32, float16, bfloat16 computed in float32; float64 in float64): neg, abs, exp,
-//! log, sqrt, rsqrt, tanh, sigmoid, silu, gelu (the erf form, `x Φ(x)`: in float64 as
-//! `x/2 erfc(-x/√2)`, in float32 by the vectorized `gelu_f32`, within 6 ulp and accurate where
-//! it is small), gelu_tanh (the tanh
-//! approximation), relu. Signed integers (int8 … int64): neg and abs (wrapping, as numpy:
-//! `-(-128)` is `-128` in int8) and relu.
+//! The unary ops on the host (`ops::spec::unary` says what each computes): floats through
+//! [`Real`] (float32 for float32 and the half formats, float64 for float64; the gelu forms by
+//! the vectorized `gelu_f32`), integers and bool through their own loops. Every loop reads
+//! each element before it writes the same one, so a launch planned in place is safe.
 
-use super::buffers::{map_into, par_pieces, read, write};
-use super::math::{Real, Stored, REALS};
-use crate::backend::CapabilityTable;
+use super::buffers::map_into;
+use super::flags::as_bytes;
+use super::math::{Real, Stored};
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::unary::{Bound, Unary, UnaryOp};
 use crate::tensor::Element;
 use half::{bf16, f16};
-
-/// A unary op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
-    Neg,
-    Abs,
-    Exp,
-    Log,
-    Sqrt,
-    Rsqrt,
-    Tanh,
-    Sigmoid,
-    Silu,
-    Gelu,
-    GeluTanh,
-    Relu,
-}
-
-/// Each op: its name, its operations per element (a transcendental function counts one), and
-/// whether signed integers have it.
-const OPS: [(Op, &str, u64, bool); 12] = [
-    (Op::Neg, "neg", 1, true),
-    (Op::Abs, "abs", 1, true),
-    (Op::Exp, "exp", 1, false),
-    (Op::Log, "log", 1, false),
-    (Op::Sqrt, "sqrt", 1, false),
-    (Op::Rsqrt, "rsqrt", 2, false),
-    (Op::Tanh, "tanh", 1, false),
-    (Op::Sigmoid, "sigmoid", 4, false),
-    (Op::Silu, "silu", 5, false),
-    (Op::Gelu, "gelu", 5, false),
-    (Op::GeluTanh, "gelu_tanh", 10, false),
-    (Op::Relu, "relu", 1, true),
-];
-
-/// The signed integer dtypes neg, abs and relu serve.
-const SIGNED: [DType; 4] = [DType::Int8, DType::Int16, DType::Int32, DType::Int64];
-
-struct Unary {
-    op: Op,
-    name: &'static str,
-    flops: u64,
-    dtype: DType,
-}
 
 /// sqrt(2/π), the scale of the tanh approximation of GELU.
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh approximation of GELU (Hendrycks & Gimpel, 2016).
 const GELU_CUBIC: f64 = 0.044_715;
 
-/// `out[i] = f(x[i])` over pieces on the pool.
-/// Maps the launch's input into its output with `f` in the compute type; the output may be
-/// the input's own memory (planned in place): `map_into` reads each element before writing it.
+/// Maps the launch's input into its output with `f` in the compute type.
 fn map<T: Stored>(launch: &Launch<'_>, f: impl Fn(T::Compute) -> T::Compute + Sync) -> Result<()> {
     map_into(
         &launch.inputs[0],
@@ -76,146 +28,218 @@ fn map<T: Stored>(launch: &Launch<'_>, f: impl Fn(T::Compute) -> T::Compute + Sy
     )
 }
 
-fn run_float<T: Stored>(op: Op, launch: &Launch<'_>) -> Result<()> {
+/// Maps the launch's input into its bool output with the test `f`.
+fn test<T: Stored>(launch: &Launch<'_>, f: impl Fn(T) -> bool + Sync) -> Result<()> {
+    map_into(&launch.inputs[0], &as_bytes(&launch.outputs[0])?, |v: T| u8::from(f(v)))
+}
+
+fn run_float<T: Stored>(spec: &Unary, launch: &Launch<'_>) -> Result<()> {
     let one = <T::Compute as Real>::ONE;
-    match op {
-        Op::Neg => map::<T>(launch, |v| -v),
-        Op::Abs => map::<T>(launch, Real::abs),
-        Op::Exp => map::<T>(launch, Real::exp),
-        Op::Log => map::<T>(launch, Real::ln),
-        Op::Sqrt => map::<T>(launch, Real::sqrt),
-        Op::Rsqrt => map::<T>(launch, |v| one / v.sqrt()),
-        Op::Tanh => map::<T>(launch, Real::tanh),
-        Op::Sigmoid => map::<T>(launch, |v| one / (one + (-v).exp())),
-        Op::Silu => map::<T>(launch, |v| v / (one + (-v).exp())),
-        Op::Gelu => map::<T>(launch, Real::gelu),
-        Op::GeluTanh => {
+    let zero = <T::Compute as Real>::ZERO;
+    match spec.op {
+        UnaryOp::Neg => map::<T>(launch, |v| -v),
+        UnaryOp::Abs => map::<T>(launch, Real::abs),
+        UnaryOp::Exp => map::<T>(launch, Real::exp),
+        UnaryOp::Log => map::<T>(launch, Real::ln),
+        UnaryOp::Sqrt => map::<T>(launch, Real::sqrt),
+        UnaryOp::Rsqrt => map::<T>(launch, |v| one / v.sqrt()),
+        UnaryOp::Tanh => map::<T>(launch, Real::tanh),
+        UnaryOp::Sigmoid => map::<T>(launch, |v| one / (one + (-v).exp())),
+        UnaryOp::Silu => map::<T>(launch, |v| v / (one + (-v).exp())),
+        UnaryOp::Gelu => map::<T>(launch, Real::gelu),
+        UnaryOp::GeluTanh => {
             let (scale, cubic) = (<T::Compute as Real>::of(SQRT_2_OVER_PI), <T::Compute as Real>::of(GELU_CUBIC));
             let two = one + one;
             // x/2 (1 + tanh(u)) written as x sigmoid(2u): no cancellation where it is small
             map::<T>(launch, |v| v / (one + (-(two * scale * (v + cubic * v * v * v))).exp()))
         }
         // NaN stays NaN (numpy's maximum(x, 0) and torch's relu propagate it)
-        Op::Relu => map::<T>(launch, |v| if v < <T::Compute as Real>::ZERO { <T::Compute as Real>::ZERO } else { v }),
+        UnaryOp::Relu => map::<T>(launch, |v| if v < zero { zero } else { v }),
+        UnaryOp::Sin => map::<T>(launch, Real::sin),
+        UnaryOp::Cos => map::<T>(launch, Real::cos),
+        UnaryOp::Tan => map::<T>(launch, Real::tan),
+        UnaryOp::Asin => map::<T>(launch, Real::asin),
+        UnaryOp::Acos => map::<T>(launch, Real::acos),
+        UnaryOp::Atan => map::<T>(launch, Real::atan),
+        UnaryOp::Sinh => map::<T>(launch, Real::sinh),
+        UnaryOp::Cosh => map::<T>(launch, Real::cosh),
+        UnaryOp::Asinh => map::<T>(launch, Real::asinh),
+        UnaryOp::Acosh => map::<T>(launch, Real::acosh),
+        UnaryOp::Atanh => map::<T>(launch, Real::atanh),
+        UnaryOp::Expm1 => map::<T>(launch, Real::exp_m1),
+        UnaryOp::Log1p => map::<T>(launch, Real::ln_1p),
+        UnaryOp::Log2 => map::<T>(launch, Real::log2),
+        UnaryOp::Log10 => map::<T>(launch, Real::log10),
+        UnaryOp::Reciprocal => map::<T>(launch, |v| one / v),
+        UnaryOp::Square => map::<T>(launch, |v| v * v),
+        UnaryOp::Sign => map::<T>(launch, |v| {
+            if v > zero {
+                one
+            } else if v < zero {
+                -one
+            } else if v == zero {
+                zero
+            } else {
+                v
+            }
+        }),
+        UnaryOp::Floor => map::<T>(launch, Real::floor),
+        UnaryOp::Ceil => map::<T>(launch, Real::ceil),
+        UnaryOp::Round => map::<T>(launch, Real::round_ties_even),
+        UnaryOp::Trunc => map::<T>(launch, Real::trunc),
+        UnaryOp::Isnan => test::<T>(launch, |v| v.load().is_nan()),
+        UnaryOp::Isinf => test::<T>(launch, |v| v.load().is_infinite()),
+        UnaryOp::Isfinite => test::<T>(launch, |v| v.load().is_finite()),
+        // the sign bit of the stored value: -0.0 and a NaN with its sign set included
+        UnaryOp::Signbit => test::<T>(launch, |v| v.load().is_sign_negative()),
+        UnaryOp::Clip => {
+            let bound = |b: Bound| match b {
+                Bound::Float(v) => Some(<T::Compute as Real>::of(v)),
+                _ => None,
+            };
+            let (low, high) = (bound(spec.min), bound(spec.max));
+            map::<T>(launch, move |v| {
+                let v = match low {
+                    Some(l) if v < l => l,
+                    _ => v,
+                };
+                match high {
+                    Some(h) if v > h => h,
+                    _ => v,
+                }
+            })
+        }
+        UnaryOp::LogicalNot | UnaryOp::BitwiseInvert => {
+            Err(KernelError::Invalid(format!("{}: no float loop", spec.op.name())))
+        }
     }
 }
 
-/// Wrapping integer arithmetic of one signed integer type.
-trait SignedInt: Element {
+/// The integer arithmetic the unary loops need, wrapping as numpy does.
+trait Integer: Element + Ord {
+    const ZERO: Self;
     fn wrapping_neg(self) -> Self;
     fn wrapping_abs(self) -> Self;
-    fn relu(self) -> Self;
+    fn wrapping_square(self) -> Self;
+    fn sign(self) -> Self;
+    fn invert(self) -> Self;
+    fn from_bound(value: i64) -> Option<Self>;
 }
 
-macro_rules! signed_int {
+macro_rules! signed {
     ($($t:ty),*) => {$(
-        impl SignedInt for $t {
+        impl Integer for $t {
+            const ZERO: $t = 0;
             #[inline(always)]
             fn wrapping_neg(self) -> $t { <$t>::wrapping_neg(self) }
             #[inline(always)]
             fn wrapping_abs(self) -> $t { <$t>::wrapping_abs(self) }
             #[inline(always)]
-            fn relu(self) -> $t { self.max(0) }
+            fn wrapping_square(self) -> $t { self.wrapping_mul(self) }
+            #[inline(always)]
+            fn sign(self) -> $t { self.signum() }
+            #[inline(always)]
+            fn invert(self) -> $t { !self }
+            fn from_bound(value: i64) -> Option<$t> { <$t>::try_from(value).ok() }
         }
     )*};
 }
 
-signed_int!(i8, i16, i32, i64);
-
-fn run_int<T: SignedInt>(op: Op, launch: &Launch<'_>) -> Result<()> {
-    let x = read::<T>(&launch.inputs[0])?;
-    // SAFETY: the output is this launch's own buffer.
-    let out = unsafe { write::<T>(&launch.outputs[0])? };
-    let f: fn(T) -> T = match op {
-        Op::Neg => T::wrapping_neg,
-        Op::Abs => T::wrapping_abs,
-        Op::Relu => T::relu,
-        other => return Err(KernelError::Invalid(format!("{other:?} has no integer loop"))),
-    };
-    par_pieces(out, |start, piece| {
-        for (o, v) in piece.iter_mut().zip(&x[start..]) {
-            *o = f(*v);
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl Integer for $t {
+            const ZERO: $t = 0;
+            #[inline(always)]
+            fn wrapping_neg(self) -> $t { <$t>::wrapping_neg(self) }
+            #[inline(always)]
+            fn wrapping_abs(self) -> $t { self }
+            #[inline(always)]
+            fn wrapping_square(self) -> $t { self.wrapping_mul(self) }
+            #[inline(always)]
+            fn sign(self) -> $t { self.min(1) }
+            #[inline(always)]
+            fn invert(self) -> $t { !self }
+            fn from_bound(value: i64) -> Option<$t> { <$t>::try_from(value).ok() }
         }
-    });
-    Ok(())
+    )*};
 }
 
-impl Kernel for Unary {
-    fn key(&self) -> String {
-        format!("{}:{}", self.name, self.dtype.launch_key())
+signed!(i8, i16, i32, i64);
+unsigned!(u8, u16, u32, u64);
+
+fn run_int<T: Integer>(spec: &Unary, launch: &Launch<'_>) -> Result<()> {
+    let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
+    let same = |f: fn(T) -> T| map_into(x, y, f);
+    match spec.op {
+        UnaryOp::Neg => same(T::wrapping_neg),
+        UnaryOp::Abs => same(T::wrapping_abs),
+        UnaryOp::Relu => same(|v| v.max(T::ZERO)),
+        UnaryOp::Square => same(T::wrapping_square),
+        UnaryOp::Sign => same(T::sign),
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => same(|v| v),
+        UnaryOp::BitwiseInvert => same(T::invert),
+        UnaryOp::Isnan | UnaryOp::Isinf => map_into(x, &as_bytes(y)?, |_: T| 0u8),
+        UnaryOp::Isfinite => map_into(x, &as_bytes(y)?, |_: T| 1u8),
+        UnaryOp::Clip => {
+            let bound = |b: Bound| -> Result<Option<T>> {
+                match b {
+                    Bound::None => Ok(None),
+                    Bound::Int(v) => T::from_bound(v).map(Some).ok_or_else(|| {
+                        KernelError::Invalid(format!("clip: the bound {v} is not a {} value", spec.dtype))
+                    }),
+                    Bound::Float(v) => {
+                        Err(KernelError::Invalid(format!("clip: the bound {v} of {} is a float", spec.dtype)))
+                    }
+                }
+            };
+            let (low, high) = (bound(spec.min)?, bound(spec.max)?);
+            map_into(x, y, move |v: T| {
+                let v = low.map_or(v, |l| v.max(l));
+                high.map_or(v, |h| v.min(h))
+            })
+        }
+        other => Err(KernelError::Invalid(format!("{}: no integer loop", other.name()))),
     }
+}
 
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let [input] = inputs else {
-            return Err(KernelError::Invalid(format!("{}: takes one input, got {}", self.name, inputs.len())));
-        };
-        if input.dtype != self.dtype {
-            return Err(KernelError::Invalid(format!(
-                "{}: input is {}, the kernel serves {}",
-                self.name, input.dtype, self.dtype
-            )));
+fn run_bool(spec: &Unary, launch: &Launch<'_>) -> Result<()> {
+    match spec.op {
+        UnaryOp::LogicalNot | UnaryOp::BitwiseInvert => {
+            map_into(&as_bytes(&launch.inputs[0])?, &as_bytes(&launch.outputs[0])?, |v: u8| u8::from(v == 0))
         }
-        let mut cost = Cost::simple(vec![input.clone()], input.bytes()?, input.numel()? * self.flops)?;
-        cost.in_place = vec![(0, 0)];
-        Ok(cost)
-    }
-
-    fn launch(&self, launch: Launch<'_>) -> Result<()> {
-        match self.dtype {
-            DType::Float32 => run_float::<f32>(self.op, &launch),
-            DType::Float16 => run_float::<f16>(self.op, &launch),
-            DType::Bfloat16 => run_float::<bf16>(self.op, &launch),
-            DType::Float64 => run_float::<f64>(self.op, &launch),
-            DType::Int8 => run_int::<i8>(self.op, &launch),
-            DType::Int16 => run_int::<i16>(self.op, &launch),
-            DType::Int32 => run_int::<i32>(self.op, &launch),
-            DType::Int64 => run_int::<i64>(self.op, &launch),
-            other => Err(KernelError::Invalid(format!("{}: no loop for {other}", self.name))),
-        }
+        other => Err(KernelError::Invalid(format!("{}: no bool loop", other.name()))),
     }
 }
 
-fn build(name: &str, dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    let &(op, name, flops, _) =
-        OPS.iter().find(|entry| entry.1 == name).ok_or_else(|| KernelError::Invalid(format!("{name}: not unary")))?;
-    attrs.only(name, &[])?;
-    Ok(Box::new(Unary { op, name, flops, dtype }))
+fn launch(spec: &Unary, launch: Launch<'_>) -> Result<()> {
+    match spec.dtype {
+        DType::Float32 => run_float::<f32>(spec, &launch),
+        DType::Float16 => run_float::<f16>(spec, &launch),
+        DType::Bfloat16 => run_float::<bf16>(spec, &launch),
+        DType::Float64 => run_float::<f64>(spec, &launch),
+        DType::Int8 => run_int::<i8>(spec, &launch),
+        DType::Int16 => run_int::<i16>(spec, &launch),
+        DType::Int32 => run_int::<i32>(spec, &launch),
+        DType::Int64 => run_int::<i64>(spec, &launch),
+        DType::Uint8 => run_int::<u8>(spec, &launch),
+        DType::Uint16 => run_int::<u16>(spec, &launch),
+        DType::Uint32 => run_int::<u32>(spec, &launch),
+        DType::Uint64 => run_int::<u64>(spec, &launch),
+        DType::Bool => run_bool(spec, &launch),
+        other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op.name()))),
+    }
 }
 
-macro_rules! factory {
-    ($name:literal) => {
-        |dtype, attrs| build($name, dtype, attrs)
-    };
-}
-
-/// Registers the unary ops: every op on the float dtypes, neg/abs/relu on the signed integers.
-pub fn register(table: &mut CapabilityTable) {
-    let factories: [(&str, crate::backend::KernelFactory); 12] = [
-        ("neg", factory!("neg")),
-        ("abs", factory!("abs")),
-        ("exp", factory!("exp")),
-        ("log", factory!("log")),
-        ("sqrt", factory!("sqrt")),
-        ("rsqrt", factory!("rsqrt")),
-        ("tanh", factory!("tanh")),
-        ("sigmoid", factory!("sigmoid")),
-        ("silu", factory!("silu")),
-        ("gelu", factory!("gelu")),
-        ("gelu_tanh", factory!("gelu_tanh")),
-        ("relu", factory!("relu")),
-    ];
-    for (name, factory) in factories {
-        let integers = OPS.iter().any(|entry| entry.1 == name && entry.3);
-        table.register(name, &REALS, factory);
-        if integers {
-            table.register(name, &SIGNED, factory);
-        }
+/// Registers every unary op on every dtype it takes.
+pub fn register(table: &mut LaunchTable) {
+    for op in UnaryOp::all() {
+        table.register(op.name(), &op.dtypes(), launch);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::kernel::Attrs;
+    use crate::kernel::{AttrValue, Attrs};
     use crate::ops::call;
     use crate::tensor::Tensor;
 
@@ -227,12 +251,16 @@ mod tests {
     fn float_ops_match_the_standard_library() {
         let values = vec![-2.5f64, -0.75, 0.5, 1.25, 3.0];
         let x = Tensor::from_vec(values.clone(), &[5]).unwrap();
-        let cases: [(&str, fn(f64) -> f64); 5] = [
+        let cases: [(&str, fn(f64) -> f64); 9] = [
             ("tanh", f64::tanh),
             ("sigmoid", |v| 1.0 / (1.0 + (-v).exp())),
             ("silu", |v| v / (1.0 + (-v).exp())),
             ("relu", |v| v.max(0.0)),
             ("neg", |v| -v),
+            ("sin", f64::sin),
+            ("atan", f64::atan),
+            ("expm1", f64::exp_m1),
+            ("round", f64::round_ties_even),
         ];
         for (op, f) in cases {
             let got = unary(op, &x).to_vec::<f64>().unwrap();
@@ -256,12 +284,30 @@ mod tests {
     }
 
     #[test]
-    fn integer_neg_wraps_and_relu_clamps() {
+    fn integer_ops_wrap_and_tests_are_constant() {
         let x = Tensor::from_vec(vec![i8::MIN, -3, 0, 7], &[4]).unwrap();
         assert_eq!(unary("neg", &x).to_vec::<i8>().unwrap(), vec![i8::MIN, 3, 0, -7]);
         assert_eq!(unary("abs", &x).to_vec::<i8>().unwrap(), vec![i8::MIN, 3, 0, 7]);
         assert_eq!(unary("relu", &x).to_vec::<i8>().unwrap(), vec![0, 0, 0, 7]);
+        assert_eq!(unary("sign", &x).to_vec::<i8>().unwrap(), vec![-1, -1, 0, 1]);
+        assert_eq!(unary("square", &x).to_vec::<i8>().unwrap(), vec![0, 9, 0, 49]);
+        assert_eq!(unary("bitwise_invert", &x).to_vec::<i8>().unwrap(), vec![127, 2, -1, -8]);
+        assert_eq!(unary("isfinite", &x).to_bytes().unwrap(), vec![1, 1, 1, 1]);
         let err = call("exp", &Attrs::new(), &[&x]).unwrap_err().to_string();
         assert!(err.contains("exp") && err.contains("int8"), "{err}");
+    }
+
+    #[test]
+    fn tests_give_bools_and_clip_keeps_nan() {
+        let x = Tensor::from_vec(vec![f32::NAN, f32::INFINITY, -0.0, 2.5], &[4]).unwrap();
+        assert_eq!(unary("isnan", &x).to_bytes().unwrap(), vec![1, 0, 0, 0]);
+        assert_eq!(unary("isinf", &x).to_bytes().unwrap(), vec![0, 1, 0, 0]);
+        assert_eq!(unary("signbit", &x).to_bytes().unwrap(), vec![0, 0, 1, 0]);
+        let attrs = Attrs::new().with("min", AttrValue::Float(0.0)).with("max", AttrValue::Int(1));
+        let clipped = call("clip", &attrs, &[&x]).unwrap().remove(0).to_vec::<f32>().unwrap();
+        assert!(clipped[0].is_nan());
+        assert_eq!(clipped[1..], [1.0, 0.0, 1.0]);
+        let b = Tensor::from_vec(vec![0u8, 1], &[2]).unwrap().view_dtype(crate::DType::Bool).unwrap();
+        assert_eq!(unary("logical_not", &b).to_bytes().unwrap(), vec![1, 0]);
     }
 }

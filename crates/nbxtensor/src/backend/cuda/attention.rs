@@ -8,12 +8,12 @@
 //! (max, sum, accumulator) to the workspace and a second kernel combines them in order. The
 //! workspace is declared for exactly that: `4·b·hq·splits·(2 + dv)` bytes, 0 otherwise.
 
-use super::declared::CudaKernel;
 use super::dims::{grid_extent, workspace_of};
-use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::{device_ptr, function, register_with_workspace, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::attention::Sdpa;
+use crate::ops::spec::FLOATS;
 use crate::shape;
 use crate::tensor::Tensor;
 
@@ -53,6 +53,7 @@ struct Sizes {
     dv: i32,
     causal: i32,
     masked: i32,
+    round_p: i32,
 }
 
 /// `(b, hq, sq, sk, dv)` of q, k, v shapes (checked by the declaration).
@@ -74,7 +75,7 @@ fn partial_bytes(b: i64, hq: i64, splits: i64, dv: i64) -> u64 {
 }
 
 /// The device workspace: the decode path's partials, else nothing.
-fn workspace(_: &CudaKernel, inputs: &[TensorMeta]) -> Result<u64> {
+fn workspace(_: &Sdpa, inputs: &[TensorMeta]) -> Result<u64> {
     let [q, k, v, ..] = inputs else { return Ok(0) };
     let (b, hq, sq, sk, dv) = extents(&q.shape, &k.shape, &v.shape)?;
     Ok(decode_splits(sq, sk).map_or(0, |splits| partial_bytes(b, hq, splits, dv)))
@@ -90,18 +91,14 @@ fn int(value: i64) -> Result<i32> {
         .map_err(|_| KernelError::Invalid(format!("sdpa: extent {value} exceeds the CUDA kernels' range")))
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
     let (q, k, v, out) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2], &launch.outputs[0]);
     if out.numel() == 0 {
         return Ok(());
     }
     let (b, hq, sq, sk, dv) = extents(q.shape(), k.shape(), v.shape())?;
     let (hk, d) = (k.shape()[1], q.shape()[3]);
-    let attrs = &kernel.attrs;
-    let scale = match attrs.iter().any(|(name, _)| name == "scale") {
-        true => attrs.float("sdpa", "scale", None)?,
-        false => 1.0 / (d as f64).sqrt(),
-    } as f32;
+    let scale = spec.scale_for(d as usize);
     let (mask, mask_strides) = match launch.inputs.get(3) {
         Some(m) => {
             let target = [b, hq, sq, sk];
@@ -119,10 +116,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
         sk: int(sk)?,
         d: int(d)?,
         dv: int(dv)?,
-        causal: i32::from(attrs.bool("sdpa", "causal", Some(false))?),
+        causal: i32::from(spec.causal),
         masked: i32::from(mask != 0),
+        round_p: i32::from(
+            spec.dtype != crate::dtype::DType::Float32
+                && crate::settings::host::attention_operands() == crate::settings::host::AttentionOperands::Input,
+        ),
     };
-    let dt = suffix("sdpa", kernel.dtype)?;
+    let dt = spec.dtype.launch_key();
     let device = out.device();
     let slices = (dv + SLICE - 1) / SLICE;
     let z = grid_extent("sdpa", b * slices, 1, GRID_YZ)?;
@@ -170,26 +171,25 @@ fn allow(f: &super::CudaFunction, bytes: u64) -> Result<()> {
     Ok(())
 }
 
-/// Registers `sdpa` on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    table.register("sdpa", &dtypes, |dtype, attrs| CudaKernel::with_workspace("sdpa", dtype, attrs, run, workspace));
+/// Registers `sdpa` on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register_with_workspace(table, "sdpa", &FLOATS, run, workspace);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu::cpu;
-    use crate::backend::cuda::catalogue;
-    use crate::backend::Backend;
+    use crate::backend::{cpu::cpu, Backend};
+    use crate::dtype::DType;
     use crate::kernel::{AttrValue, Attrs};
+    use crate::ops::spec;
 
     #[test]
     fn the_workspace_holds_the_decode_partials_and_nothing_else() {
         let f = DType::Float16;
         let meta = |shape: &[i64]| TensorMeta::new(f, shape);
         let causal = Attrs::new().with("causal", AttrValue::Bool(true));
-        let kernel = catalogue().kernel("sdpa", f, &causal).unwrap();
+        let kernel = super::super::cuda_backend(0).launches().kernel(spec::bind("sdpa", f, &causal).unwrap()).unwrap();
         // one query row over 1000 keys: 4 splits of 256, each (max, sum, 64 values) per head
         let decode = kernel.declare(&[meta(&[2, 8, 1, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();
         assert_eq!(decode.workspace, 4 * 2 * 8 * 4 * (2 + 64));
@@ -198,8 +198,8 @@ mod tests {
             kernel.declare(&[meta(&[2, 8, 5, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();
         let short = kernel.declare(&[meta(&[2, 8, 1, 64]), meta(&[2, 2, 256, 64]), meta(&[2, 2, 256, 64])]).unwrap();
         assert_eq!((prefill.workspace, short.workspace), (0, 0));
-        // everything else is the CPU's declaration
-        let on_cpu = cpu().table().kernel("sdpa", f, &causal).unwrap();
+        // everything else is the spec's, as the CPU declares it
+        let on_cpu = cpu().launches().kernel(spec::bind("sdpa", f, &causal).unwrap()).unwrap();
         let cpu = on_cpu.declare(&[meta(&[2, 8, 5, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();
         assert_eq!((prefill.outputs, prefill.flops, prefill.bytes_read), (cpu.outputs, cpu.flops, cpu.bytes_read));
     }

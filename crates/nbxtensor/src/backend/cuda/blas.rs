@@ -12,13 +12,14 @@
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
 //! kernel's widening buffer.
 
-use super::declared::CudaKernel;
 use super::launch::device_context;
-use crate::backend::CapabilityTable;
+use super::memory::{preload, CudaLibrary};
+use super::register_with_workspace;
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
-use crate::memory::cuda::{preload, CudaLibrary};
 use crate::memory::Device;
+use crate::ops::spec::matmul::Product;
 use crate::tensor::Tensor;
 use cudarc::cublaslt::sys;
 use std::collections::HashMap;
@@ -194,6 +195,8 @@ struct ShapeKey {
     batch: i32,
     strides: (i64, i64, i64),
     bias: bool,
+    /// float32 operands rounded to TF32 on the matrix unit (`settings::host`).
+    tf32: bool,
 }
 
 fn layout(dtype: sys::cudaDataType_t, rows: i64, cols: i64, ld: i64, batch: i32, stride: i64) -> Result<usize> {
@@ -236,7 +239,11 @@ fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
         check(
             sys::cublasLtMatmulDescCreate(
                 &mut desc,
-                sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                if key.tf32 {
+                    sys::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+                } else {
+                    sys::cublasComputeType_t::CUBLAS_COMPUTE_32F
+                },
                 sys::cudaDataType_t::CUDA_R_32F,
             ),
             "cublasLtMatmulDescCreate",
@@ -302,15 +309,10 @@ fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
     Ok(p)
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
-    let op = kernel.op;
-    let linear = op == "linear";
+fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
+    let op = spec.op;
     let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-    let (ta, tb) = if linear {
-        (false, true)
-    } else {
-        (kernel.attrs.bool(op, "transpose_a", Some(false))?, kernel.attrs.bool(op, "transpose_b", Some(false))?)
-    };
+    let (ta, tb) = (spec.transpose_a, spec.transpose_b);
     let (ma, mb) = (matrix(a, true, ta), matrix(b, false, tb));
     let (m, n, k) = (ma.rows, mb.cols, ma.cols);
     if m == 0 || n == 0 || y.numel() == 0 {
@@ -323,7 +325,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
             return Err(KernelError::Invalid(format!("{op} on cuda: an empty contraction (k = 0) with a bias")));
         }
         let bytes = y.numel() as usize * y.dtype().itemsize().map_err(crate::tensor::TensorError::from)?;
-        let allocator = crate::memory::cuda::cuda_allocator(device.index).map_err(crate::tensor::TensorError::from)?;
+        let allocator = super::memory::cuda_allocator(device.index).map_err(crate::tensor::TensorError::from)?;
         return allocator.zero(y.data_ptr() as u64, bytes).map_err(|e| KernelError::Tensor(e.into()));
     }
     if let Some(bias) = bias {
@@ -344,13 +346,15 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let product = |batch: i32, strides: (i64, i64, i64), offsets: (i64, i64, i64)| -> Result<()> {
         let key = ShapeKey {
             device: device.index,
-            dtype: kernel.dtype,
+            dtype: spec.dtype,
             x,
             y: yy,
             out: (n, m),
             batch,
             strides,
             bias: bias.is_some(),
+            tf32: spec.dtype == DType::Float32
+                && crate::settings::host::matrix_operands() == crate::settings::host::MatrixOperands::Tf32,
         };
         let p = prepare(&key, handle)?;
         let desc = p.desc as sys::cublasLtMatmulDesc_t;
@@ -416,15 +420,14 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     }
 }
 
-fn workspace(_: &CudaKernel, _: &[TensorMeta]) -> Result<u64> {
+/// cuBLASLt's workspace, whatever the shapes.
+fn workspace(_: &Product, _: &[TensorMeta]) -> Result<u64> {
     Ok(WORKSPACE_BYTES)
 }
 
-/// Registers matmul and linear on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes = [DType::Float32, DType::Float16, DType::Bfloat16];
-    table
-        .register("matmul", &dtypes, |dtype, attrs| CudaKernel::with_workspace("matmul", dtype, attrs, run, workspace));
-    table
-        .register("linear", &dtypes, |dtype, attrs| CudaKernel::with_workspace("linear", dtype, attrs, run, workspace));
+/// Registers matmul and linear on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    for op in ["matmul", "linear"] {
+        register_with_workspace(table, op, &crate::ops::spec::FLOATS, run, workspace);
+    }
 }

@@ -5,14 +5,14 @@
 //! The kernels are compiled in four groups by source dtype (floats, signed, unsigned, bool),
 //! each its own module, so that a first cast compiles a quarter of the pairs.
 
-use super::binary::storage_ptr;
-use super::declared::CudaKernel;
+use super::addressing::storage_ptr;
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, Args, KernelSource};
-use crate::backend::CapabilityTable;
+use super::{device_ptr, function, register_with_workspace, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Kernel, KernelError, Launch, Result};
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::cast::Cast;
 
 macro_rules! group {
     ($define:literal, $name:literal) => {
@@ -39,36 +39,37 @@ pub static FROM_UNSIGNED: KernelSource = group!("NBX_CAST_FROM_UNSIGNED", "cast_
 /// The casts from bool.
 pub static FROM_BOOL: KernelSource = group!("NBX_CAST_FROM_BOOL", "cast_from_bool.cu");
 
-/// Each dtype served, its suffix in kernel names and the source holding the casts from it.
-static DTYPES: [(DType, &str, &KernelSource); 12] = [
-    (DType::Float32, "f32", &FROM_FLOATS),
-    (DType::Float16, "f16", &FROM_FLOATS),
-    (DType::Bfloat16, "bf16", &FROM_FLOATS),
-    (DType::Int8, "i8", &FROM_SIGNED),
-    (DType::Int16, "i16", &FROM_SIGNED),
-    (DType::Int32, "i32", &FROM_SIGNED),
-    (DType::Int64, "i64", &FROM_SIGNED),
-    (DType::Uint8, "u8", &FROM_UNSIGNED),
-    (DType::Uint16, "u16", &FROM_UNSIGNED),
-    (DType::Uint32, "u32", &FROM_UNSIGNED),
-    (DType::Uint64, "u64", &FROM_UNSIGNED),
-    (DType::Bool, "bool", &FROM_BOOL),
+/// Each dtype served, and the source holding the casts from it.
+static DTYPES: [(DType, &KernelSource); 12] = [
+    (DType::Float32, &FROM_FLOATS),
+    (DType::Float16, &FROM_FLOATS),
+    (DType::Bfloat16, &FROM_FLOATS),
+    (DType::Int8, &FROM_SIGNED),
+    (DType::Int16, &FROM_SIGNED),
+    (DType::Int32, &FROM_SIGNED),
+    (DType::Int64, &FROM_SIGNED),
+    (DType::Uint8, &FROM_UNSIGNED),
+    (DType::Uint16, &FROM_UNSIGNED),
+    (DType::Uint32, &FROM_UNSIGNED),
+    (DType::Uint64, &FROM_UNSIGNED),
+    (DType::Bool, &FROM_BOOL),
 ];
 
-/// The suffix and source of a served dtype; a pair with another dtype is refused naming both.
+/// The kernel-name suffix (the dtype's launch key) and source of a served dtype; a pair with
+/// another dtype is refused naming both.
 fn served(from: DType, to: DType, dtype: DType) -> Result<(&'static str, &'static KernelSource)> {
-    DTYPES.iter().find(|(d, _, _)| *d == dtype).map(|&(_, suffix, source)| (suffix, source)).ok_or_else(|| {
+    DTYPES.iter().find(|(d, _)| *d == dtype).map(|&(d, source)| (d.launch_key(), source)).ok_or_else(|| {
         KernelError::Missing { op: "cast".into(), dtype: format!("{from} to {to}"), backend: "cuda".into() }
     })
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Cast, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let n = y.numel();
     if n == 0 {
         return Ok(());
     }
-    let (from, to) = (kernel.dtype, y.dtype());
+    let (from, to) = (spec.from, spec.to);
     let (from_suffix, source) = served(from, to, from)?;
     let (to_suffix, _) = served(from, to, to)?;
     let mut args = Args::new();
@@ -83,15 +84,15 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-fn build(from: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    let kernel = CudaKernel::new("cast", from, attrs, run)?;
-    let to = attrs.dtype("cast", "dtype")?;
-    served(from, to, to)?;
-    Ok(kernel)
+/// Refuses, when the op is declared, a pair of dtypes the GPU kernels do not cast; no workspace.
+fn check_pair(spec: &Cast, _: &[TensorMeta]) -> Result<u64> {
+    served(spec.from, spec.to, spec.to)?;
+    served(spec.from, spec.to, spec.from)?;
+    Ok(0)
 }
 
 /// Registers `cast` from each served dtype (to each served dtype: others are refused by name).
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = DTYPES.iter().map(|(d, _, _)| *d).collect();
-    table.register("cast", &dtypes, build);
+pub fn register_all(table: &mut LaunchTable) {
+    let dtypes: Vec<DType> = DTYPES.iter().map(|(d, _)| *d).collect();
+    register_with_workspace(table, "cast", &dtypes, run, check_pair);
 }

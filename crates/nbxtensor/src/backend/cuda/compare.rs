@@ -4,14 +4,13 @@
 //! (false < true; any nonzero byte is true): `kernels/compare.cu`, the floats and the rest
 //! compiled apart.
 
-use super::binary::{float_or_integer, storage_ptr, INTEGERS};
-use super::declared::CudaKernel;
+use super::addressing::storage_ptr;
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::{device_ptr, function, register, served, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result};
+use crate::ops::spec::binary::{Binary, BinaryOp};
 
 macro_rules! group {
     ($define:literal, $name:literal) => {
@@ -35,45 +34,30 @@ pub static SOURCE: KernelSource = group!("NBX_COMPARE_FLOATS", "compare.cu");
 /// The comparisons of integers and bools.
 pub static INTEGER_SOURCE: KernelSource = group!("NBX_COMPARE_INTEGERS", "compare_integers.cu");
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Binary, launch: Launch<'_>) -> Result<()> {
     let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
     let n = y.numel();
     if n == 0 {
         return Ok(());
     }
-    let (op, device, shape) = (kernel.op, y.device(), y.shape());
-    let (dtype_suffix, source) = match kernel.dtype {
-        DType::Bool => ("bool", &INTEGER_SOURCE),
-        dtype => match float_or_integer(op, dtype)? {
-            (dtype_suffix, true) => (dtype_suffix, &SOURCE),
-            (dtype_suffix, false) => (dtype_suffix, &INTEGER_SOURCE),
-        },
-    };
+    let (op, device, shape) = (spec.op.name(), y.device(), y.shape());
+    let dt = spec.dtype.launch_key();
+    let source = if spec.dtype.is_float() { &SOURCE } else { &INTEGER_SOURCE };
     let mut args = Args::new();
     let f = if a.is_contiguous() && b.is_contiguous() && a.shape() == shape && b.shape() == shape {
         args.ptr(device_ptr(a)).ptr(device_ptr(b)).ptr(device_ptr(y)).i64(n);
-        function(device, source, format_args!("compare_{op}_{dtype_suffix}"))?
+        function(device, source, format_args!("compare_{op}_{dt}"))?
     } else {
         let ix = Indexer::new(op, shape, &[Operand::broadcast(op, a, shape)?, Operand::broadcast(op, b, shape)?])?;
         args.ptr(storage_ptr(a)).ptr(storage_ptr(b)).value(&ix).ptr(device_ptr(y)).i64(n).i32(narrow(n));
-        function(device, source, format_args!("compare_{op}_{dtype_suffix}_strided"))?
+        function(device, source, format_args!("compare_{op}_{dt}_strided"))?
     };
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers the comparisons on the float and integer dtypes and bool.
-pub fn register(table: &mut CapabilityTable) {
-    let mut dtypes: Vec<DType> = FLOATS.iter().chain(&INTEGERS).map(|(d, _)| *d).collect();
-    dtypes.push(DType::Bool);
-    macro_rules! op {
-        ($name:literal) => {
-            table.register($name, &dtypes, |dtype, attrs| CudaKernel::new($name, dtype, attrs, run))
-        };
+/// Registers the comparisons on every dtype they take but float64.
+pub fn register_all(table: &mut LaunchTable) {
+    for op in BinaryOp::all().filter(|op| op.is_comparison()) {
+        register(table, op.name(), &served(&op.dtypes()), run);
     }
-    op!("eq");
-    op!("ne");
-    op!("lt");
-    op!("le");
-    op!("gt");
-    op!("ge");
 }

@@ -4,10 +4,10 @@
 //! compiler's version. A cached file holds its whole key and is used only when the key matches
 //! byte for byte; an unreadable or stale file is compiled again and rewritten.
 
+use super::memory::{preload, CudaLibrary};
 use super::source::{KernelSource, PRELUDE};
 use crate::kernel::KernelError;
-use crate::memory::cuda::{preload, CudaLibrary};
-use crate::settings::autotune_store;
+use crate::settings::host;
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CString};
 use std::path::PathBuf;
@@ -86,8 +86,8 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 fn cache_path(key: &str) -> Result<PathBuf, KernelError> {
-    let store = autotune_store::directory().map_err(|e| device_error(e.to_string()))?;
-    Ok(store.join("cuda").join(format!("{:016x}.cubin", fnv1a(key.as_bytes()))))
+    let cache = host::build_cache().map_err(|e| device_error(e.to_string()))?;
+    Ok(cache.join(format!("{:016x}.cubin", fnv1a(key.as_bytes()))))
 }
 
 /// The cached machine code for `key`, if a file holds exactly that key.

@@ -3,16 +3,15 @@
 //! device-to-device memcpy; a strided one is copied element by element through its strides,
 //! in 16-byte words where its rows allow. [`copy_elements`] also serves `concat`.
 
-use super::binary::{storage_ptr, width};
-use super::declared::CudaKernel;
+use super::addressing::{storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, Args, KernelSource};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::memory::cuda_allocator;
+use super::{device_ptr, function, register, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
-use crate::memory::cuda::cuda_allocator;
 use crate::memory::Device;
+use crate::ops::spec::cast::Copy;
 
 /// The source of the copy kernels (after the indexer).
 pub static SOURCE: KernelSource = KernelSource {
@@ -59,10 +58,10 @@ pub fn copy_elements(
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Copy, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let (n, device) = (y.numel(), y.device());
-    let itemsize = width("copy", kernel.dtype)?;
+    let itemsize = width("copy", spec.dtype)?;
     if n == 0 {
         return Ok(());
     }
@@ -79,7 +78,6 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
 }
 
 /// Registers `copy` on every dtype with a per-element width.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = DType::ALL.into_iter().filter(|d| d.itemsize().is_ok()).collect();
-    table.register("copy", &dtypes, |dtype, attrs| CudaKernel::new("copy", dtype, attrs, run));
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "copy", &crate::ops::spec::sized(), run);
 }

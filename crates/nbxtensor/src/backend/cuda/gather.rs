@@ -15,16 +15,17 @@
 //! a bad one (the flag is raised in the workspace, unread). Inputs of any layout are read through their strides, in 16-byte
 //! words where their rows allow.
 
-use super::binary::{storage_ptr, width};
+use super::addressing::{storage_ptr, width};
 use super::copy::copy_elements;
-use super::declared::CudaKernel;
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, Args, KernelSource};
-use crate::backend::CapabilityTable;
+use super::memory::cuda_allocator;
+use super::{device_ptr, function, register, register_with_workspace, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta, Workspace};
-use crate::memory::cuda::cuda_allocator;
+use crate::ops::spec::gather::{Concat, Embedding, IndexSelect};
+use crate::ops::spec::{axis_of, sized, INDEX_DTYPES};
 use crate::shape;
 use crate::tensor::Tensor;
 
@@ -42,7 +43,7 @@ fn device_error(e: impl std::fmt::Display) -> KernelError {
 }
 
 /// The flag word's workspace (the same for any inputs).
-fn flag_workspace(_: &CudaKernel, _: &[TensorMeta]) -> Result<u64> {
+fn flag_workspace<S>(_: &S, _: &[TensorMeta]) -> Result<u64> {
     Ok(FLAG_BYTES)
 }
 
@@ -174,7 +175,7 @@ impl Gather<'_> {
     }
 }
 
-fn run_embedding(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run_embedding(_: &Embedding, launch: Launch<'_>) -> Result<()> {
     let (indices, table, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
     let gather = Gather {
         op: "embedding",
@@ -189,18 +190,9 @@ fn run_embedding(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     gather.launch(y, launch.workspace)
 }
 
-/// A normalized axis of a tensor of `ndim` dims (the declaration checked it).
-fn axis_of(op: &str, axis: i64, ndim: usize) -> Result<usize> {
-    let n = ndim as i64;
-    if axis < -n || axis >= n {
-        return Err(KernelError::Invalid(format!("{op}: axis {axis} is out of range for {ndim} dims")));
-    }
-    Ok(if axis < 0 { (axis + n) as usize } else { axis as usize })
-}
-
-fn run_index_select(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run_index_select(spec: &IndexSelect, launch: Launch<'_>) -> Result<()> {
     let (x, indices, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-    let axis = axis_of("index_select", kernel.attrs.int("index_select", "axis", None)?, x.ndim())?;
+    let axis = axis_of("index_select", spec.axis, x.ndim())?;
     let gather = Gather {
         op: "index_select",
         source: x,
@@ -214,9 +206,9 @@ fn run_index_select(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     gather.launch(y, launch.workspace)
 }
 
-fn run_concat(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run_concat(spec: &Concat, launch: Launch<'_>) -> Result<()> {
     let y = &launch.outputs[0];
-    let axis = axis_of("concat", kernel.attrs.int("concat", "axis", Some(0))?, y.ndim())?;
+    let axis = axis_of("concat", spec.axis, y.ndim())?;
     let out_strides = shape::contiguous_strides(y.shape()).map_err(|e| KernelError::Invalid(format!("concat: {e}")))?;
     let itemsize = width("concat", y.dtype())?;
     let mut start = 0i64;
@@ -231,13 +223,8 @@ fn run_concat(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
 
 /// Registers `embedding` (on the index dtypes), `index_select` and `concat` (on every dtype
 /// with a width), as the CPU does.
-pub fn register(table: &mut CapabilityTable) {
-    let sized: Vec<DType> = DType::ALL.into_iter().filter(|d| d.itemsize().is_ok()).collect();
-    table.register("embedding", &[DType::Int32, DType::Int64], |dtype, attrs| {
-        CudaKernel::with_workspace("embedding", dtype, attrs, run_embedding, flag_workspace)
-    });
-    table.register("index_select", &sized, |dtype, attrs| {
-        CudaKernel::with_workspace("index_select", dtype, attrs, run_index_select, flag_workspace)
-    });
-    table.register("concat", &sized, |dtype, attrs| CudaKernel::new("concat", dtype, attrs, run_concat));
+pub fn register_all(table: &mut LaunchTable) {
+    register_with_workspace(table, "embedding", &INDEX_DTYPES, run_embedding, flag_workspace);
+    register_with_workspace(table, "index_select", &sized(), run_index_select, flag_workspace);
+    register(table, "concat", &sized(), run_concat);
 }

@@ -2,8 +2,8 @@
 //! (stream capture), instantiated, and replayed with one call.
 
 use super::launch::device_context;
+use super::memory::{check, CudaContext};
 use crate::kernel::{KernelError, Result};
-use crate::memory::cuda::{check, CudaContext};
 use crate::memory::Device;
 use cudarc::driver::sys;
 

@@ -1,6 +1,6 @@
 //! Launch shapes shared by the kernel families.
 
-use crate::memory::cuda::CudaContext;
+use super::memory::CudaContext;
 
 /// Threads per block of the elementwise kernels.
 pub const THREADS: u32 = 256;

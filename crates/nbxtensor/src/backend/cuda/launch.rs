@@ -2,13 +2,13 @@
 //! the device's stream.
 
 use super::compile::cubin;
+use super::memory::{check, context, CudaContext};
 use super::source::KernelSource;
 use crate::kernel::KernelError;
-use crate::memory::cuda::{check, context, CudaContext};
 use crate::memory::{Device, DeviceKind};
 use cudarc::driver::sys;
-use std::collections::HashMap;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::fmt::{Arguments, Write};
 use std::mem::MaybeUninit;
@@ -61,7 +61,11 @@ struct Found {
 
 /// The function `name` of `source` on `device`: the source is compiled (or read from the
 /// cache) and loaded at the first request in the process, then the handle is reused.
-pub fn function(device: Device, source: &'static KernelSource, name: Arguments<'_>) -> Result<CudaFunction, KernelError> {
+pub fn function(
+    device: Device,
+    source: &'static KernelSource,
+    name: Arguments<'_>,
+) -> Result<CudaFunction, KernelError> {
     FOUND.with(|found| {
         let mut found = found.borrow_mut();
         let Found { name: buffer, sources } = &mut *found;

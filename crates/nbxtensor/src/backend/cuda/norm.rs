@@ -4,12 +4,12 @@
 //! take one pass (16-byte accesses where aligned); other layouts and longer rows read the row
 //! once per statistic.
 
-use super::declared::CudaKernel;
 use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
-use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::{device_ptr, function, register, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::rows::Norm;
+use crate::ops::spec::FLOATS;
 
 /// The source of the normalization kernels.
 pub static SOURCE: KernelSource = KernelSource {
@@ -22,20 +22,20 @@ const THREADS: u32 = 256;
 /// Rows up to this many elements get one warp each in the looped kernel; longer, a block.
 const WARP_ROW: i64 = 1024;
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
-    let op = kernel.op;
-    let layer = op == "layer_norm";
+fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
+    let op = spec.name();
+    let layer = spec.layer;
     let (x, weight, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
     // rms_norm has no bias: the weight stands in for the pointer the kernel never reads
     let bias = if layer { &launch.inputs[2] } else { weight };
     if y.numel() == 0 {
         return Ok(());
     }
-    let eps = kernel.attrs.float(op, "eps", Some(if layer { 1e-5 } else { 1e-6 }))? as f32;
+    let eps = spec.eps as f32;
     let n = *x.shape().last().ok_or_else(|| KernelError::Invalid(format!("{op}: x is 0-d")))?;
     let rows = y.numel() / n;
-    let dt = suffix(op, kernel.dtype)?;
-    let itemsize = kernel.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
+    let dt = spec.dtype.launch_key();
+    let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
     let device = y.device();
     let mut args = Args::new();
     let unit = |t: &crate::tensor::Tensor| t.strides().last() == Some(&1) || n == 1;
@@ -63,9 +63,8 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers layer_norm and rms_norm on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    table.register("layer_norm", &dtypes, |dtype, attrs| CudaKernel::new("layer_norm", dtype, attrs, run));
-    table.register("rms_norm", &dtypes, |dtype, attrs| CudaKernel::new("rms_norm", dtype, attrs, run));
+/// Registers layer_norm and rms_norm on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "layer_norm", &FLOATS, run);
+    register(table, "rms_norm", &FLOATS, run);
 }

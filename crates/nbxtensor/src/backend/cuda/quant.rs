@@ -5,16 +5,15 @@
 //!
 //! Up to [`GEMV_ROWS`] rows of x (decoding) read the codes straight into registers, 16 bytes
 //! per lane, dequantizing there; more rows (or layouts the vector path does not take) run a
-//! tiled product that dequantizes tiles of W into shared memory. Neither needs workspace: the
-//! device declares 0 bytes in place of the CPU's scratch.
+//! tiled product that dequantizes tiles of W into shared memory. Neither needs workspace (the
+//! spec declares none; the CPU's launch declares its own scratch).
 
-use super::declared::CudaKernel;
 use super::dims::{aligned16, grid_extent, merged_layout};
-use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
-use crate::facts::Group;
-use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use super::{device_ptr, function, register, Args, KernelSource};
+use crate::backend::LaunchTable;
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::quant::MatmulInt4;
+use crate::ops::spec::FLOATS;
 
 /// The source of the packed-weight kernels.
 pub static SOURCE: KernelSource = KernelSource { name: "quant.cu", text: include_str!("kernels/quant.cu") };
@@ -33,21 +32,7 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// `(bits, group)` of the table's `int4-g128-asym` layout.
-fn layout() -> Result<(u32, i64)> {
-    let packed = DType::Int4G128Asym.packed().map_err(|e| invalid(format!("matmul_int4: {e}")))?;
-    let Group::Elements(group) = packed.group else {
-        return Err(invalid(format!("matmul_int4: {} in the table has no fixed group size", DType::Int4G128Asym)));
-    };
-    Ok((packed.bits, group as i64))
-}
-
-/// The device needs no scratch.
-fn workspace(_: &CudaKernel, _: &[TensorMeta]) -> Result<u64> {
-    Ok(0)
-}
-
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
     let [x, packed, scales, minima] = launch.inputs else {
         return Err(invalid(format!("matmul_int4: takes 4 inputs, got {}", launch.inputs.len())));
     };
@@ -55,13 +40,13 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     if out.numel() == 0 {
         return Ok(());
     }
-    let (bits, group) = layout()?;
+    let (bits, group) = (spec.layout.bits, spec.layout.group as i64);
     let last = x.ndim() - 1;
     let k = x.shape()[last];
     let m: i64 = x.shape()[..last].iter().product();
     let n = packed.shape()[0];
-    let dt = suffix("matmul_int4", kernel.dtype)?;
-    let itemsize = kernel.dtype.itemsize().map_err(|e| invalid(format!("matmul_int4: {e}")))? as u64;
+    let dt = spec.dtype.launch_key();
+    let itemsize = spec.dtype.itemsize().map_err(|e| invalid(format!("matmul_int4: {e}")))? as u64;
     let (sc, mn, p) = (scales.strides(), minima.strides(), packed.strides());
     let device = out.device();
     let mut args = Args::new();
@@ -93,10 +78,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch([grid_x, grid_y, 1], [GEMM_THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers `matmul_int4` on the float dtypes of x.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    table.register("matmul_int4", &dtypes, |dtype, attrs| {
-        CudaKernel::with_workspace("matmul_int4", dtype, attrs, run, workspace)
-    });
+/// Registers `matmul_int4` on x's float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "matmul_int4", &FLOATS, run);
 }

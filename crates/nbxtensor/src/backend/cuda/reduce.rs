@@ -9,27 +9,14 @@
 //! [`SPLIT_CHUNK`] elements into partials in the workspace, then one thread per output combines
 //! them in order. The device declares that workspace (16 bytes a partial), 0 otherwise.
 
-use super::declared::CudaKernel;
 use super::dims::{grid_extent, merged_layout, workspace_of};
-use super::{device_ptr, function, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
-use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use super::{device_ptr, function, register_with_workspace, served, Args, KernelSource};
+use crate::backend::LaunchTable;
+use crate::kernel::{Launch, Result, TensorMeta};
+use crate::ops::spec::reduce::{Reduce, ReduceOp};
 
 /// The source of the reduction kernels.
 pub static SOURCE: KernelSource = KernelSource { name: "reduce.cu", text: include_str!("kernels/reduce.cu") };
-
-/// The integer dtypes the reductions serve, with their suffix in kernel names.
-const INTEGERS: [(DType, &str); 8] = [
-    (DType::Int8, "i8"),
-    (DType::Int16, "i16"),
-    (DType::Int32, "i32"),
-    (DType::Int64, "i64"),
-    (DType::Uint8, "u8"),
-    (DType::Uint16, "u16"),
-    (DType::Uint32, "u32"),
-    (DType::Uint64, "u64"),
-];
 
 /// Threads of a row kernel's block.
 const ROW_THREADS: u32 = 256;
@@ -50,34 +37,6 @@ pub const SPLIT_CHUNK: i64 = 1 << 14;
 pub const SPLIT_MAX: i64 = 1024;
 /// Bytes of one partial (`NBX_SLOT` of the source).
 const SLOT: i64 = 16;
-
-fn suffix(op: &str, dtype: DType) -> Result<&'static str> {
-    FLOATS.iter().chain(INTEGERS.iter()).find(|(d, _)| *d == dtype).map(|(_, s)| *s).ok_or_else(|| {
-        KernelError::Missing { op: op.to_string(), dtype: dtype.name().to_string(), backend: "cuda".to_string() }
-    })
-}
-
-/// Which of `ndim` dims the kernel's attributes reduce (checked by the declaration already;
-/// refused here again rather than trusted).
-fn reduced_dims(kernel: &CudaKernel, ndim: usize) -> Result<Vec<bool>> {
-    let (op, attrs) = (kernel.op, &kernel.attrs);
-    let axes = if op == "argmax" {
-        Some(vec![attrs.int(op, "axis", None)?])
-    } else if attrs.iter().any(|(name, _)| name == "axes") {
-        Some(attrs.ints(op, "axes", None)?)
-    } else {
-        None
-    };
-    let mut reduced = vec![axes.is_none(); ndim];
-    for axis in axes.unwrap_or_default() {
-        let resolved = if axis < 0 { axis + ndim as i64 } else { axis };
-        if resolved < 0 || resolved >= ndim as i64 {
-            return Err(KernelError::Invalid(format!("{op}: axis {axis} is out of range for {ndim} dims")));
-        }
-        reduced[resolved as usize] = true;
-    }
-    Ok(reduced)
-}
 
 /// `(splits, chunk)` of a two-pass reduction of `outputs` × `count` elements (None: one pass).
 fn split_plan(outputs: i64, count: i64) -> Option<(i64, i64)> {
@@ -100,19 +59,19 @@ fn partial_bytes(outputs: i64, splits: i64) -> u64 {
 }
 
 /// The device workspace: the partials of a two-pass reduction, else nothing.
-fn workspace(kernel: &CudaKernel, inputs: &[TensorMeta]) -> Result<u64> {
+fn workspace(spec: &Reduce, inputs: &[TensorMeta]) -> Result<u64> {
     let [x] = inputs else { return Ok(0) };
-    let (outputs, count) = extents(&x.shape, &reduced_dims(kernel, x.shape.len())?);
+    let (outputs, count) = extents(&x.shape, &spec.reduced(x.shape.len())?);
     Ok(split_plan(outputs, count).map_or(0, |(splits, _)| partial_bytes(outputs, splits)))
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Reduce, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let outputs = y.numel();
     if outputs == 0 {
         return Ok(());
     }
-    let reduced = reduced_dims(kernel, x.ndim())?;
+    let reduced = spec.reduced(x.ndim())?;
     let pick = |want: bool| -> (Vec<i64>, Vec<i64>) {
         let dims = x.shape().iter().zip(x.strides()).zip(&reduced).filter(|(_, &r)| r == want);
         dims.map(|((&extent, &stride), _)| (extent, stride)).unzip()
@@ -123,53 +82,41 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     let kept = merged_layout(&kept_shape, &kept_strides, x.offset())?;
     let red = merged_layout(&red_shape, &red_strides, 0)?;
     let inner = |l: &super::Layout| if l.ndim > 0 { l.strides[l.ndim as usize - 1] } else { 0 };
-    let (op, dt) = (kernel.op, suffix(kernel.op, kernel.dtype)?);
+    let (op, dt) = (spec.op.name(), spec.dtype.launch_key());
     let device = y.device();
     let mut args = Args::new();
     args.ptr(x.storage().as_ptr() as u64).value(&kept).value(&red);
     if let Some((splits, chunk)) = split_plan(outputs, count) {
-        let partials = workspace_of(kernel.op, &launch.workspace, partial_bytes(outputs, splits))?;
+        let partials = workspace_of(op, &launch.workspace, partial_bytes(outputs, splits))?;
         let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_split"))?;
         args.i64(count).i64(chunk).i32(splits as i32).ptr(partials);
-        let grid_y = grid_extent(kernel.op, outputs, 1, 65535)?;
+        let grid_y = grid_extent(op, outputs, 1, 65535)?;
         f.launch([splits as u32, grid_y, 1], [ROW_THREADS, 1, 1], 0, &mut args)?;
         let finish = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_finish"))?;
         let mut args = Args::new();
         args.ptr(partials).i64(outputs).i64(count).i32(splits as i32).ptr(device_ptr(y));
-        let blocks = grid_extent(kernel.op, outputs, i64::from(ROW_THREADS), i32::MAX as u32)?;
+        let blocks = grid_extent(op, outputs, i64::from(ROW_THREADS), i32::MAX as u32)?;
         return finish.launch([blocks, 1, 1], [ROW_THREADS, 1, 1], 0, &mut args);
     }
     args.i64(outputs).i64(count).ptr(device_ptr(y));
     if inner(&red) != 1 && inner(&kept) == 1 {
         // reduced elements far apart, outputs adjacent: one thread per output, coalesced
         let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_cols"))?;
-        let blocks = grid_extent(kernel.op, outputs, i64::from(COLUMNS), i32::MAX as u32)?;
+        let blocks = grid_extent(op, outputs, i64::from(COLUMNS), i32::MAX as u32)?;
         return f.launch([blocks, 1, 1], [COLUMNS, COLUMN_LANES, 1], 0, &mut args);
     }
     let group = if count <= WARP_EXTENT { 32 } else { ROW_THREADS };
     args.i32(group as i32);
     let per_block = i64::from(ROW_THREADS / group);
     let f = function(device, &SOURCE, format_args!("reduce_{op}_{dt}_rows"))?;
-    let blocks = grid_extent(kernel.op, outputs, per_block, i32::MAX as u32)?;
+    let blocks = grid_extent(op, outputs, per_block, i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [ROW_THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers sum, max, min and argmax on the float and integer dtypes, mean on the floats.
-pub fn register(table: &mut CapabilityTable) {
-    let floats: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    let integers: Vec<DType> = INTEGERS.iter().map(|(d, _)| *d).collect();
-    macro_rules! op {
-        ($name:literal, $dtypes:expr) => {
-            table.register($name, $dtypes, |dtype, attrs| {
-                CudaKernel::with_workspace($name, dtype, attrs, run, workspace)
-            })
-        };
+/// Registers sum, max, min and argmax on the floats but float64 and the integers, mean on the
+/// floats but float64.
+pub fn register_all(table: &mut LaunchTable) {
+    for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
+        register_with_workspace(table, op.name(), &served(&op.dtypes()), run, workspace);
     }
-    for dtypes in [&floats, &integers] {
-        op!("sum", dtypes);
-        op!("max", dtypes);
-        op!("min", dtypes);
-        op!("argmax", dtypes);
-    }
-    op!("mean", &floats);
 }

@@ -4,18 +4,18 @@
 //! float32, float16 and bfloat16. Contiguous, aligned operands take 16-byte accesses; any
 //! other layout, one thread per pair.
 
-use super::declared::CudaKernel;
 use super::dims::{aligned16, merged_layout};
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::{device_ptr, function, register, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::rows::Rope;
+use crate::ops::spec::FLOATS;
 
 /// The source of the rope kernels.
 pub static SOURCE: KernelSource = KernelSource { name: "rope.cu", text: include_str!("kernels/rope.cu") };
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Rope, launch: Launch<'_>) -> Result<()> {
     let [x, cos, sin] = launch.inputs else {
         return Err(KernelError::Invalid(format!("rope: takes 3 inputs (x, cos, sin), got {}", launch.inputs.len())));
     };
@@ -23,12 +23,12 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     if y.numel() == 0 {
         return Ok(());
     }
-    let interleaved = kernel.attrs.bool("rope", "interleaved", Some(false))?;
+    let interleaved = spec.interleaved;
     let nd = x.ndim();
     let (seq, dim) = (x.shape()[nd - 2], x.shape()[nd - 1]);
     let rows = y.numel() / dim;
-    let dt = suffix("rope", kernel.dtype)?;
-    let itemsize = kernel.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("rope: {e}")))? as u64;
+    let dt = spec.dtype.launch_key();
+    let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("rope: {e}")))? as u64;
     let (c, s) = (cos.strides(), sin.strides());
     let per_vector = 16 / itemsize as i64;
     // half-split: V pairs of a half row per thread; interleaved: V elements of a row
@@ -60,8 +60,7 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), units), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers `rope` on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    table.register("rope", &dtypes, |dtype, attrs| CudaKernel::new("rope", dtype, attrs, run));
+/// Registers `rope` on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "rope", &FLOATS, run);
 }

@@ -6,17 +6,16 @@
 //! `masked_fill`'s value is fitted to the dtype by the policy's fill rule and rounded as the
 //! CPU kernel rounds it (through float32 for the float dtypes), then passed as its bit pattern.
 
-use super::binary::{storage_ptr, width};
-use super::declared::CudaKernel;
+use super::addressing::{storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, Args, KernelSource};
-use crate::backend::CapabilityTable;
-use crate::dtype::policy::{fill_value, FillValue};
-use crate::dtype::promotion::PyScalar;
+use super::{device_ptr, function, register, served, Args, KernelSource};
+use crate::backend::LaunchTable;
+use crate::dtype::policy::FillValue;
 use crate::dtype::DType;
 use crate::facts::Kind;
-use crate::kernel::{AttrValue, Attrs, KernelError, Launch, Result};
+use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::select::{MaskedFill, Where};
 use half::{bf16, f16};
 
 /// The source of the selection kernels (after the indexer).
@@ -24,23 +23,6 @@ pub static SOURCE: KernelSource = KernelSource {
     name: "select.cu",
     text: concat!(include_str!("kernels/indexer.cuh"), "#line 1 \"select.cu\"\n", include_str!("kernels/select.cu")),
 };
-
-/// The dtypes `masked_fill` serves (as the CPU: floats, integers and bool).
-const FILL_DTYPES: [DType; 13] = [
-    DType::Float32,
-    DType::Float16,
-    DType::Bfloat16,
-    DType::Float64,
-    DType::Int8,
-    DType::Int16,
-    DType::Int32,
-    DType::Int64,
-    DType::Uint8,
-    DType::Uint16,
-    DType::Uint32,
-    DType::Uint64,
-    DType::Bool,
-];
 
 /// The kernel-name suffix of elements of `dtype` (`b<width>`); refused past 8 bytes.
 fn bits_suffix(op: &str, dtype: DType) -> Result<&'static str> {
@@ -53,7 +35,7 @@ fn bits_suffix(op: &str, dtype: DType) -> Result<&'static str> {
     }
 }
 
-fn run_where(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run_where(_: &Where, launch: Launch<'_>) -> Result<()> {
     let (c, a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2], &launch.outputs[0]);
     let n = y.numel();
     if n == 0 {
@@ -79,16 +61,10 @@ fn run_where(_: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// The bit pattern `masked_fill` writes for `attrs`' value in `dtype` (its low bytes), as the
-/// CPU kernel makes the value.
-fn fill_bits(dtype: DType, attrs: &Attrs) -> Result<u64> {
-    let scalar = match attrs.iter().find(|(name, _)| *name == "value").map(|(_, v)| v) {
-        Some(AttrValue::Int(v)) => PyScalar::Int(i128::from(*v)),
-        Some(AttrValue::Bool(v)) => PyScalar::Bool(*v),
-        _ => PyScalar::Float(attrs.float("masked_fill", "value", None)?),
-    };
-    let value = fill_value("masked_fill", scalar, dtype).map_err(|e| KernelError::Invalid(e.to_string()))?;
-    match (dtype, value) {
+/// The bit pattern `masked_fill` writes (its low bytes), as the host kernel makes the value.
+fn fill_bits(spec: &MaskedFill) -> Result<u64> {
+    let dtype = spec.dtype;
+    match (dtype, spec.value) {
         (DType::Float32, FillValue::Float(v)) => Ok(u64::from((v as f32).to_bits())),
         (DType::Float16, FillValue::Float(v)) => Ok(u64::from(f16::from_f32(v as f32).to_bits())),
         (DType::Bfloat16, FillValue::Float(v)) => Ok(u64::from(bf16::from_f32(v as f32).to_bits())),
@@ -100,15 +76,15 @@ fn fill_bits(dtype: DType, attrs: &Attrs) -> Result<u64> {
     }
 }
 
-fn run_masked_fill(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run_masked_fill(spec: &MaskedFill, launch: Launch<'_>) -> Result<()> {
     let (x, m, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
     let n = y.numel();
     if n == 0 {
         return Ok(());
     }
     let (device, shape) = (y.device(), y.shape());
-    let fill = fill_bits(kernel.dtype, &kernel.attrs)?;
-    let bits = bits_suffix("masked_fill", kernel.dtype)?;
+    let fill = fill_bits(spec)?;
+    let bits = bits_suffix("masked_fill", spec.dtype)?;
     let mut args = Args::new();
     let f = if [x, m].iter().all(|t| t.is_contiguous() && t.shape() == shape) {
         args.ptr(device_ptr(x)).ptr(device_ptr(m)).ptr(device_ptr(y)).i64(n);
@@ -123,10 +99,9 @@ fn run_masked_fill(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers `where` (on its bool condition) and `masked_fill`.
-pub fn register(table: &mut CapabilityTable) {
-    table.register("where", &[DType::Bool], |dtype, attrs| CudaKernel::new("where", dtype, attrs, run_where));
-    table.register("masked_fill", &FILL_DTYPES, |dtype, attrs| {
-        CudaKernel::new("masked_fill", dtype, attrs, run_masked_fill)
-    });
+/// Registers `where` (on its bool condition) and `masked_fill` (its dtypes but float64).
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "where", &[DType::Bool], run_where);
+    let dtypes = crate::ops::spec::op("masked_fill").map(|d| d.dtypes()).unwrap_or_default();
+    register(table, "masked_fill", &served(&dtypes), run_masked_fill);
 }

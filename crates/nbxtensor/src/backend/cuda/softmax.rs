@@ -4,12 +4,12 @@
 //! written once, 16-byte accesses where aligned); longer rows and other layouts take two
 //! passes: an online (max, sum), then the writes.
 
-use super::declared::CudaKernel;
 use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
-use super::{device_ptr, function, suffix, Args, KernelSource, FLOATS};
-use crate::backend::CapabilityTable;
-use crate::dtype::DType;
+use super::{device_ptr, function, register, Args, KernelSource};
+use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
+use crate::ops::spec::rows::Softmax;
+use crate::ops::spec::{axis_of, FLOATS};
 
 /// The source of the softmax kernels.
 pub static SOURCE: KernelSource = KernelSource {
@@ -25,25 +25,19 @@ const WARP_ROW: i64 = 1024;
 /// (fewer would leave the device idle: they take the looped kernel's warps or blocks).
 const COLUMN_ROWS: i64 = 1024;
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+fn run(spec: &Softmax, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
-    let op = kernel.op;
+    let op = spec.name();
     if y.numel() == 0 {
         return Ok(());
     }
-    let ndim = x.ndim() as i64;
-    let given = kernel.attrs.int(op, "axis", Some(-1))?;
-    let axis = if given < 0 { given + ndim } else { given };
-    if axis < 0 || axis >= ndim {
-        return Err(KernelError::Invalid(format!("{op}: axis {given} is out of range for shape {:?}", x.shape())));
-    }
-    let axis = axis as usize;
+    let axis = axis_of(op, spec.axis, x.ndim())?;
     let n = x.shape()[axis];
     let inner: i64 = x.shape()[axis + 1..].iter().product();
     let rows = y.numel() / n;
     let log = i32::from(op == "log_softmax");
-    let dt = suffix(op, kernel.dtype)?;
-    let itemsize = kernel.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
+    let dt = spec.dtype.launch_key();
+    let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
     let device = y.device();
     let mut args = Args::new();
     if x.is_contiguous() && inner == 1 {
@@ -83,9 +77,8 @@ fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers softmax and log_softmax on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    table.register("softmax", &dtypes, |dtype, attrs| CudaKernel::new("softmax", dtype, attrs, run));
-    table.register("log_softmax", &dtypes, |dtype, attrs| CudaKernel::new("log_softmax", dtype, attrs, run));
+/// Registers softmax and log_softmax on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "softmax", &FLOATS, run);
+    register(table, "log_softmax", &FLOATS, run);
 }

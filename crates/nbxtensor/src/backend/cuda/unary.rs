@@ -1,61 +1,99 @@
-//! Unary ops on the GPU (float32, float16, bfloat16, computed in float32): `kernels/unary.cu`.
+//! The unary ops on the GPU (`kernels/unary.cu`): the floats (float32, float16 and bfloat16,
+//! computed in float32), the integers and bool, each group compiled apart. Kernel names carry
+//! the op's name and the dtype's launch key (`unary_exp_fp16`).
 
-use super::declared::CudaKernel;
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, Args, KernelSource, Layout};
-use crate::backend::CapabilityTable;
+use super::{device_ptr, function, register, Args, KernelSource, Layout};
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
+use crate::facts::Kind;
 use crate::kernel::{Launch, Result};
+use crate::ops::spec::unary::{Bound, Unary, UnaryOp};
+use crate::ops::spec::FLOATS;
 
-/// The source of the unary kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "unary.cu", text: include_str!("kernels/unary.cu") };
-
-/// The float dtypes the GPU kernels serve, with their suffix in kernel names.
-pub const FLOATS: [(DType, &str); 3] = [(DType::Float32, "f32"), (DType::Float16, "f16"), (DType::Bfloat16, "bf16")];
-
-/// The suffix of `dtype` in kernel names; refused for a dtype the GPU kernels do not serve.
-pub fn suffix(op: &str, dtype: DType) -> Result<&'static str> {
-    FLOATS.iter().find(|(d, _)| *d == dtype).map(|(_, s)| *s).ok_or_else(|| crate::kernel::KernelError::Missing {
-        op: op.to_string(),
-        dtype: dtype.name().to_string(),
-        backend: "cuda".to_string(),
-    })
+macro_rules! group {
+    ($define:literal, $name:literal) => {
+        KernelSource {
+            name: $name,
+            text: concat!(
+                "#define ",
+                $define,
+                "\n",
+                include_str!("kernels/indexer.cuh"),
+                include_str!("kernels/integers.cuh"),
+                "#line 1 \"unary.cu\"\n",
+                include_str!("kernels/unary.cu")
+            ),
+        }
+    };
 }
 
-fn run(kernel: &CudaKernel, launch: Launch<'_>) -> Result<()> {
+/// The unary kernels on the floats.
+pub static SOURCE: KernelSource = group!("NBX_UNARY_FLOATS", "unary.cu");
+/// The unary kernels on the integers and bool.
+pub static INTEGER_SOURCE: KernelSource = group!("NBX_UNARY_INTEGERS", "unary_integers.cu");
+
+/// `clip`'s bounds as the kernels' `Bounds` struct.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Bounds {
+    low: f64,
+    high: f64,
+    low_int: i64,
+    high_int: i64,
+    has_low: i32,
+    has_high: i32,
+}
+
+fn bounds(spec: &Unary) -> Bounds {
+    let mut b = Bounds::default();
+    match spec.min {
+        Bound::Float(v) => (b.low, b.has_low) = (v, 1),
+        Bound::Int(v) => (b.low_int, b.has_low) = (v, 1),
+        Bound::None => {}
+    }
+    match spec.max {
+        Bound::Float(v) => (b.high, b.has_high) = (v, 1),
+        Bound::Int(v) => (b.high_int, b.has_high) = (v, 1),
+        Bound::None => {}
+    }
+    b
+}
+
+fn run(spec: &Unary, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let n = y.numel();
+    if n == 0 {
+        return Ok(());
+    }
     let device = y.device();
-    let (op, dt) = (kernel.op, suffix(kernel.op, kernel.dtype)?);
+    let (op, dt) = (spec.op.name(), spec.dtype.launch_key());
+    let source = if spec.dtype.is_float() { &SOURCE } else { &INTEGER_SOURCE };
     let mut args = Args::new();
     let f = if x.is_contiguous() {
         args.ptr(device_ptr(x)).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, format_args!("unary_{op}_{dt}"))?
+        function(device, source, format_args!("unary_{op}_{dt}"))?
     } else {
         args.ptr(x.storage().as_ptr() as u64).value(&Layout::of(x)?).ptr(device_ptr(y)).i64(n);
-        function(device, &SOURCE, format_args!("unary_{op}_{dt}_strided"))?
+        function(device, source, format_args!("unary_{op}_{dt}_strided"))?
     };
+    if spec.op == UnaryOp::Clip {
+        args.value(&bounds(spec));
+    }
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers the unary ops on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    let dtypes: Vec<DType> = FLOATS.iter().map(|(d, _)| *d).collect();
-    macro_rules! op {
-        ($name:literal) => {
-            table.register($name, &dtypes, |dtype, attrs| CudaKernel::new($name, dtype, attrs, run))
-        };
+/// The dtypes the GPU serves `op` on: the op's dtypes but float64 (no float64 kernels).
+fn served(op: UnaryOp) -> Vec<DType> {
+    op.dtypes()
+        .into_iter()
+        .filter(|d| FLOATS.contains(d) || matches!(d.kind(), Kind::Int | Kind::Uint | Kind::Bool))
+        .collect()
+}
+
+/// Registers every unary op on the dtypes it takes but float64.
+pub fn register_all(table: &mut LaunchTable) {
+    for op in UnaryOp::all() {
+        register(table, op.name(), &served(op), run);
     }
-    op!("neg");
-    op!("abs");
-    op!("exp");
-    op!("log");
-    op!("sqrt");
-    op!("rsqrt");
-    op!("tanh");
-    op!("sigmoid");
-    op!("silu");
-    op!("gelu");
-    op!("gelu_tanh");
-    op!("relu");
 }

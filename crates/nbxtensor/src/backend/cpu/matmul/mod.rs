@@ -26,48 +26,35 @@ mod product;
 
 pub use product::{batched, Dims, Operand};
 
-use super::buffers::{read, write, Float, FLOATS};
+use super::buffers::{read, write, Float};
 use super::widen::{floats, widen};
-use crate::backend::CapabilityTable;
+use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::matmul::Product;
 use crate::shape;
 use crate::tensor::Tensor;
 use half::{bf16, f16};
 
-/// One operand seen as a batch of matrices.
+/// One operand's strides as a factor of the product (its batch dims and their strides).
 struct Side {
-    rows: i64,
-    cols: i64,
     row_stride: i64,
     col_stride: i64,
     batch: Vec<i64>,
     batch_strides: Vec<i64>,
-    vector: bool,
 }
 
-/// Operand `shape` (with `strides`) as the left (`m × k`) or right (`k × n`) factor.
+/// Operand `shape` (with `strides`) as the left (`m × k`) or right (`k × n`) factor: its row
+/// and column strides (a vector's unit dim has stride 0), transposed when asked.
 fn side(shape: &[i64], strides: &[i64], left: bool, transposed: bool) -> Side {
     let nd = shape.len();
     if nd == 1 {
-        let (rows, cols, row_stride, col_stride) =
-            if left { (1, shape[0], 0, strides[0]) } else { (shape[0], 1, strides[0], 0) };
-        return Side { rows, cols, row_stride, col_stride, batch: Vec::new(), batch_strides: Vec::new(), vector: true };
+        let (row_stride, col_stride) = if left { (0, strides[0]) } else { (strides[0], 0) };
+        return Side { row_stride, col_stride, batch: Vec::new(), batch_strides: Vec::new() };
     }
-    let (mut rows, mut cols, mut row_stride, mut col_stride) =
-        (shape[nd - 2], shape[nd - 1], strides[nd - 2], strides[nd - 1]);
-    if transposed {
-        (rows, cols, row_stride, col_stride) = (cols, rows, col_stride, row_stride);
-    }
-    Side {
-        rows,
-        cols,
-        row_stride,
-        col_stride,
-        batch: shape[..nd - 2].to_vec(),
-        batch_strides: strides[..nd - 2].to_vec(),
-        vector: false,
-    }
+    let (row_stride, col_stride) = (strides[nd - 2], strides[nd - 1]);
+    let (row_stride, col_stride) = if transposed { (col_stride, row_stride) } else { (row_stride, col_stride) };
+    Side { row_stride, col_stride, batch: shape[..nd - 2].to_vec(), batch_strides: strides[..nd - 2].to_vec() }
 }
 
 /// The strides of `side` along the output's `batch` dims (0 where it is broadcast).
@@ -91,223 +78,99 @@ fn operand(side: &Side, batch: &[i64], ptr: *const f32) -> Operand {
     }
 }
 
-/// A matmul or linear kernel bound to its attributes.
-struct Product {
-    op: &'static str,
-    dtype: DType,
-    transpose_a: bool,
-    transpose_b: bool,
-    /// linear: the right operand is `weight [out, in]`, optionally followed by a bias.
-    linear: bool,
-}
-
-/// The shapes of a call: the product's dims, the output shape, and whether a bias comes.
+/// The product's dims of a call, from the spec's shapes.
 struct Plan {
     dims: Dims,
-    out: Vec<i64>,
     bias: bool,
 }
 
-impl Product {
-    fn shape_text(meta: &TensorMeta) -> String {
-        format!("{:?}", meta.shape)
-    }
+fn plan(spec: &Product, inputs: &[TensorMeta]) -> Result<Plan> {
+    let shapes = spec.shapes(inputs)?;
+    let dims = Dims {
+        batch: shapes.batch.iter().map(|&d| d as usize).collect(),
+        m: shapes.m as usize,
+        n: shapes.n as usize,
+        k: shapes.k as usize,
+    };
+    Ok(Plan { dims, bias: shapes.bias })
+}
 
-    fn plan(&self, inputs: &[TensorMeta]) -> Result<Plan> {
-        let op = self.op;
-        let counts: &[usize] = if self.linear { &[2, 3] } else { &[2] };
-        if !counts.contains(&inputs.len()) {
-            return Err(KernelError::Invalid(format!(
-                "{op}: takes {} inputs, got {}",
-                if self.linear { "2 or 3" } else { "2" },
-                inputs.len()
-            )));
-        }
-        if let Some(other) = inputs.iter().find(|m| m.dtype != self.dtype) {
-            return Err(KernelError::Invalid(format!(
-                "{op}: operands must share one dtype, got {} and {}",
-                self.dtype, other.dtype
-            )));
-        }
-        let (a, b) = (&inputs[0], &inputs[1]);
-        if a.shape.is_empty() || b.shape.is_empty() {
-            return Err(KernelError::Invalid(format!(
-                "{op}: operands must have at least one dim, got {} and {}",
-                Self::shape_text(a),
-                Self::shape_text(b)
-            )));
-        }
-        if self.linear && b.shape.len() != 2 {
-            return Err(KernelError::Invalid(format!(
-                "{op}: weight must be 2-d [out, in], got {}",
-                Self::shape_text(b)
-            )));
-        }
-        for (meta, transposed, name) in [(a, self.transpose_a, "transpose_a"), (b, self.transpose_b, "transpose_b")] {
-            if transposed && meta.shape.len() == 1 {
-                return Err(KernelError::Invalid(format!(
-                    "{op}: {name} on a 1-d operand {} (a vector has no transpose)",
-                    Self::shape_text(meta)
-                )));
-            }
-        }
-        let sa = side(&a.shape, &a.shape, true, self.transpose_a);
-        let sb = side(&b.shape, &b.shape, false, self.transpose_b);
-        if sa.cols != sb.rows {
-            return Err(KernelError::Invalid(format!(
-                "{op}: contracted dims differ: {} and {} ({} vs {})",
-                Self::shape_text(a),
-                Self::shape_text(b),
-                sa.cols,
-                sb.rows
-            )));
-        }
-        let batch = shape::broadcast_shapes(&[&sa.batch, &sb.batch]).map_err(|_| {
-            KernelError::Invalid(format!(
-                "{op}: batch dims of {} and {} do not broadcast",
-                Self::shape_text(a),
-                Self::shape_text(b)
-            ))
-        })?;
-        let bias = inputs.len() == 3;
-        if bias && inputs[2].shape != [sb.cols] {
-            return Err(KernelError::Invalid(format!(
-                "{op}: bias must be [{}] for weight {}, got {}",
-                sb.cols,
-                Self::shape_text(b),
-                Self::shape_text(&inputs[2])
-            )));
-        }
-        let mut out = batch.clone();
-        if !sa.vector {
-            out.push(sa.rows);
-        }
-        if !sb.vector {
-            out.push(sb.cols);
-        }
-        let dims = Dims {
-            batch: batch.iter().map(|&d| d as usize).collect(),
-            m: sa.rows as usize,
-            n: sb.cols as usize,
-            k: sa.cols as usize,
-        };
-        Ok(Plan { dims, out, bias })
+/// Fills the output (`[.., m, n]` row-major float32) with the bias of each row, or not.
+fn fill_bias<T: Float>(inputs: &[Tensor], plan: &Plan, dst: &mut [f32]) -> Result<()> {
+    if !plan.bias || plan.dims.n == 0 {
+        return Ok(());
     }
+    let bias = read::<T>(&inputs[2])?;
+    let bias: Vec<f32> = bias.iter().map(|v| v.to_f32()).collect();
+    dst.chunks_mut(plan.dims.n).for_each(|row| row.copy_from_slice(&bias));
+    Ok(())
+}
 
-    /// Fills the output (`[.., m, n]` row-major float32) with the bias of each row, or not.
-    fn fill_bias<T: Float>(inputs: &[Tensor], plan: &Plan, dst: &mut [f32]) -> Result<()> {
-        if !plan.bias || plan.dims.n == 0 {
-            return Ok(());
-        }
-        let bias = read::<T>(&inputs[2])?;
-        let bias: Vec<f32> = bias.iter().map(|v| v.to_f32()).collect();
-        dst.chunks_mut(plan.dims.n).for_each(|row| row.copy_from_slice(&bias));
-        Ok(())
-    }
-
-    fn run<T: Float>(&self, launch: &mut Launch<'_>) -> Result<()> {
-        let inputs = launch.inputs;
-        let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
-        let plan = self.plan(&metas)?;
-        let (a, b) = (&inputs[0], &inputs[1]);
-        let batch: Vec<i64> = plan.dims.batch.iter().map(|&d| d as i64).collect();
-        // SAFETY: the output is this launch's own buffer.
-        let out = unsafe { write::<T>(&launch.outputs[0])? };
-        if T::DTYPE == DType::Float32 {
-            // SAFETY: T is f32 (checked just above), so the output is float32.
-            let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<f32>(), out.len()) };
-            Self::fill_bias::<T>(inputs, &plan, dst)?;
-            let sa = side(a.shape(), a.strides(), true, self.transpose_a);
-            let sb = side(b.shape(), b.strides(), false, self.transpose_b);
-            let (oa, ob) = (operand(&sa, &batch, a.data_ptr().cast()), operand(&sb, &batch, b.data_ptr().cast()));
-            // SAFETY: the operands address the inputs' elements through their own layouts.
-            unsafe { batched(&plan.dims, &oa, &ob, dst, plan.bias) };
-            return Ok(());
-        }
-        let (na, nb) = (a.numel() as usize, b.numel() as usize);
-        let floats = floats(self.op, launch.workspace.reborrow(), na + nb + out.len())?;
-        let (wa, rest) = floats.split_at_mut(na);
-        let (wb, dst) = rest.split_at_mut(nb);
-        widen::<T>(a, wa)?;
-        widen::<T>(b, wb)?;
-        Self::fill_bias::<T>(inputs, &plan, dst)?;
-        let contiguous =
-            |t: &Tensor| shape::contiguous_strides(t.shape()).map_err(|e| KernelError::Invalid(e.to_string()));
-        let sa = side(a.shape(), &contiguous(a)?, true, self.transpose_a);
-        let sb = side(b.shape(), &contiguous(b)?, false, self.transpose_b);
-        let (oa, ob) = (operand(&sa, &batch, wa.as_ptr()), operand(&sb, &batch, wb.as_ptr()));
-        // SAFETY: the operands address the widened copies, contiguous in their own shapes.
+fn run<T: Float>(spec: &Product, launch: &mut Launch<'_>) -> Result<()> {
+    let inputs = launch.inputs;
+    let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let plan = plan(spec, &metas)?;
+    let (a, b) = (&inputs[0], &inputs[1]);
+    let batch: Vec<i64> = plan.dims.batch.iter().map(|&d| d as i64).collect();
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<T>(&launch.outputs[0])? };
+    if T::DTYPE == DType::Float32 {
+        // SAFETY: T is f32 (checked just above), so the output is float32.
+        let dst = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<f32>(), out.len()) };
+        fill_bias::<T>(inputs, &plan, dst)?;
+        let sa = side(a.shape(), a.strides(), true, spec.transpose_a);
+        let sb = side(b.shape(), b.strides(), false, spec.transpose_b);
+        let (oa, ob) = (operand(&sa, &batch, a.data_ptr().cast()), operand(&sb, &batch, b.data_ptr().cast()));
+        // SAFETY: the operands address the inputs' elements through their own layouts.
         unsafe { batched(&plan.dims, &oa, &ob, dst, plan.bias) };
-        super::buffers::par_pieces(out, |start, piece| {
-            for (o, v) in piece.iter_mut().zip(&dst[start..]) {
-                *o = T::from_f32(*v);
-            }
-        });
-        Ok(())
+        return Ok(());
+    }
+    let (na, nb) = (a.numel() as usize, b.numel() as usize);
+    let floats = floats(spec.op, launch.workspace.reborrow(), na + nb + out.len())?;
+    let (wa, rest) = floats.split_at_mut(na);
+    let (wb, dst) = rest.split_at_mut(nb);
+    widen::<T>(a, wa)?;
+    widen::<T>(b, wb)?;
+    fill_bias::<T>(inputs, &plan, dst)?;
+    let contiguous = |t: &Tensor| shape::contiguous_strides(t.shape()).map_err(|e| KernelError::Invalid(e.to_string()));
+    let sa = side(a.shape(), &contiguous(a)?, true, spec.transpose_a);
+    let sb = side(b.shape(), &contiguous(b)?, false, spec.transpose_b);
+    let (oa, ob) = (operand(&sa, &batch, wa.as_ptr()), operand(&sb, &batch, wb.as_ptr()));
+    // SAFETY: the operands address the widened copies, contiguous in their own shapes.
+    unsafe { batched(&plan.dims, &oa, &ob, dst, plan.bias) };
+    super::buffers::par_pieces(out, |start, piece| {
+        for (o, v) in piece.iter_mut().zip(&dst[start..]) {
+            *o = T::from_f32(*v);
+        }
+    });
+    Ok(())
+}
+
+/// The workspace of a product: float16 and bfloat16 operands and the output widened to
+/// float32, `4 · (numel(a) + numel(b) + numel(out))` bytes; none for float32.
+fn workspace(spec: &Product, inputs: &[TensorMeta]) -> Result<u64> {
+    if spec.dtype == DType::Float32 {
+        return Ok(0);
+    }
+    let shapes = spec.shapes(inputs)?;
+    let out = TensorMeta::new(spec.dtype, &shapes.out);
+    Ok(4 * (inputs[0].numel()? + inputs[1].numel()? + out.numel()?))
+}
+
+fn launch(spec: &Product, mut launch: Launch<'_>) -> Result<()> {
+    match spec.dtype {
+        DType::Float32 => run::<f32>(spec, &mut launch),
+        DType::Float16 => run::<f16>(spec, &mut launch),
+        DType::Bfloat16 => run::<bf16>(spec, &mut launch),
+        other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op))),
     }
 }
 
-impl Kernel for Product {
-    fn uses_matrix_unit(&self) -> bool {
-        true
+/// Registers `matmul` and `linear` on float32, float16 and bfloat16.
+pub fn register(table: &mut LaunchTable) {
+    for op in ["matmul", "linear"] {
+        table.register_with_workspace(op, &crate::ops::spec::FLOATS, launch, workspace);
     }
-
-    fn key(&self) -> String {
-        let mut key = format!("{}:{}", self.op, self.dtype.launch_key());
-        if self.transpose_a {
-            key.push_str(":ta");
-        }
-        if self.transpose_b && !self.linear {
-            key.push_str(":tb");
-        }
-        key
-    }
-
-    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
-        let plan = self.plan(inputs)?;
-        let out = TensorMeta::new(self.dtype, &plan.out);
-        let count = plan.dims.count() as u64;
-        let (m, n, k) = (plan.dims.m as u64, plan.dims.n as u64, plan.dims.k as u64);
-        let bias_flops = if plan.bias { count * m * n } else { 0 };
-        let flops = count * 2 * m * n * k + bias_flops;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
-        let mut cost = Cost::simple(vec![out.clone()], read, flops)?;
-        if self.dtype != DType::Float32 {
-            cost.workspace = 4 * (inputs[0].numel()? + inputs[1].numel()? + out.numel()?);
-        }
-        Ok(cost)
-    }
-
-    fn launch(&self, mut launch: Launch<'_>) -> Result<()> {
-        match self.dtype {
-            DType::Float32 => self.run::<f32>(&mut launch),
-            DType::Float16 => self.run::<f16>(&mut launch),
-            DType::Bfloat16 => self.run::<bf16>(&mut launch),
-            other => Err(KernelError::Invalid(format!("{}: no loop for {other}", self.op))),
-        }
-    }
-}
-
-fn build_matmul(dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    attrs.only("matmul", &["transpose_a", "transpose_b"])?;
-    Ok(Box::new(Product {
-        op: "matmul",
-        dtype,
-        transpose_a: attrs.bool("matmul", "transpose_a", Some(false))?,
-        transpose_b: attrs.bool("matmul", "transpose_b", Some(false))?,
-        linear: false,
-    }))
-}
-
-fn build_linear(dtype: DType, attrs: &Attrs) -> Result<Box<dyn Kernel>> {
-    attrs.only("linear", &[])?;
-    Ok(Box::new(Product { op: "linear", dtype, transpose_a: false, transpose_b: true, linear: true }))
-}
-
-/// Registers `matmul` and `linear` on the float dtypes.
-pub fn register(table: &mut CapabilityTable) {
-    table.register("matmul", &FLOATS, build_matmul);
-    table.register("linear", &FLOATS, build_linear);
 }
 
 #[cfg(test)]

@@ -38,9 +38,16 @@ struct Strides {
     i64 s[4];
 };
 
+// round_p: the probabilities are rounded to the storage dtype before they weigh the values
+// (settings::host's attention operands); the sums stay float32.
 struct Sizes {
-    int b, hq, hk, sq, sk, d, dv, causal, masked;
+    int b, hq, hk, sq, sk, d, dv, causal, masked, round_p;
 };
+
+template <typename S>
+__device__ __forceinline__ float attention_operand(const Sizes& z, float p) {
+    return z.round_p ? S::load(S::store(p)) : p;
+}
 
 // Keys query row i sees: 0 .. visible.
 __device__ __forceinline__ int attention_visible(const Sizes& z, int i) {
@@ -165,7 +172,7 @@ __device__ void attention_prefill(const typename S::T* q, Strides qs, const type
         for (int j = 0; j < NBX_BK; ++j) {
             float pj[NBX_ROWS];
 #pragma unroll
-            for (int r = 0; r < NBX_ROWS; ++r) pj[r] = __shfl_sync(NBX_FULL, p[r], j);
+            for (int r = 0; r < NBX_ROWS; ++r) pj[r] = attention_operand<S>(z, __shfl_sync(NBX_FULL, p[r], j));
             const float* vrow = Vs + j * width;
 #pragma unroll
             for (int t = 0; t < NBX_PER_LANE; ++t) {
@@ -242,6 +249,7 @@ __device__ void attention_decode(const typename S::T* q, Strides qs, const typen
         for (int n = 0; n < NBX_KEYS; ++n) {
             float p = attention_weight(s[n], top);
             l += p;
+            p = attention_operand<S>(z, p);
             if (first + n < end) {
 #pragma unroll
                 for (int t = 0; t < NBX_PER_LANE; ++t) {
@@ -307,6 +315,6 @@ __device__ void attention_combine(const float* partials, int splits, int dv, typ
         attention_combine<S>(partials, splits, dv, out);                                                           \
     }
 
-NBX_ATTENTION(f32, F32)
-NBX_ATTENTION(f16, F16)
+NBX_ATTENTION(fp32, F32)
+NBX_ATTENTION(fp16, F16)
 NBX_ATTENTION(bf16, BF16)

@@ -183,8 +183,8 @@ typedef ToInt<unsigned int, false> ToU32;
 typedef ToInt<unsigned long long, false> ToU64;
 
 #define NBX_CAST_FROM(from, S)    \
-    NBX_CAST(from, S, f32, ToF32)   \
-    NBX_CAST(from, S, f16, ToF16)   \
+    NBX_CAST(from, S, fp32, ToF32)  \
+    NBX_CAST(from, S, fp16, ToF16)  \
     NBX_CAST(from, S, bf16, ToBF16) \
     NBX_CAST(from, S, i8, ToI8)     \
     NBX_CAST(from, S, i16, ToI16)   \
@@ -194,13 +194,13 @@ typedef ToInt<unsigned long long, false> ToU64;
     NBX_CAST(from, S, u16, ToU16)   \
     NBX_CAST(from, S, u32, ToU32)   \
     NBX_CAST(from, S, u64, ToU64)   \
-    NBX_CAST(from, S, bool, ToBool)
+    NBX_CAST(from, S, i1, ToBool)
 
 // Each source group is compiled on its own (the Rust side defines one group per compile), so
 // that a first cast compiles a quarter of the pairs.
 #ifdef NBX_CAST_FROM_FLOATS
-NBX_CAST_FROM(f32, FromF32)
-NBX_CAST_FROM(f16, FromF16)
+NBX_CAST_FROM(fp32, FromF32)
+NBX_CAST_FROM(fp16, FromF16)
 NBX_CAST_FROM(bf16, FromBF16)
 #endif
 #ifdef NBX_CAST_FROM_SIGNED
@@ -216,5 +216,5 @@ NBX_CAST_FROM(u32, FromU32)
 NBX_CAST_FROM(u64, FromU64)
 #endif
 #ifdef NBX_CAST_FROM_BOOL
-NBX_CAST_FROM(bool, FromBool)
+NBX_CAST_FROM(i1, FromBool)
 #endif

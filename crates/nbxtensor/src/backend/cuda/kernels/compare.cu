@@ -57,7 +57,7 @@ __device__ __forceinline__ void compare_strided(const typename S::T* a, const ty
 // The floats and the integers with bool are compiled apart (the Rust side defines one group
 // per compile).
 #ifdef NBX_COMPARE_FLOATS
-#define NBX_COMPARE_ALL(op) NBX_COMPARE(op, f32, F32) NBX_COMPARE(op, f16, F16) NBX_COMPARE(op, bf16, BF16)
+#define NBX_COMPARE_ALL(op) NBX_COMPARE(op, fp32, F32) NBX_COMPARE(op, fp16, F16) NBX_COMPARE(op, bf16, BF16)
 NBX_COMPARE_ALL(eq)
 NBX_COMPARE_ALL(ne)
 NBX_COMPARE_ALL(lt)
@@ -70,7 +70,7 @@ NBX_COMPARE_ALL(ge)
 #define NBX_COMPARE_INTS(op)                                                                                \
     NBX_COMPARE(op, i8, I8) NBX_COMPARE(op, i16, I16) NBX_COMPARE(op, i32, I32) NBX_COMPARE(op, i64, I64)    \
     NBX_COMPARE(op, u8, U8) NBX_COMPARE(op, u16, U16) NBX_COMPARE(op, u32, U32) NBX_COMPARE(op, u64, U64)    \
-    NBX_COMPARE(op, bool, NbxBool)
+    NBX_COMPARE(op, i1, NbxBool)
 NBX_COMPARE_INTS(eq)
 NBX_COMPARE_INTS(ne)
 NBX_COMPARE_INTS(lt)

@@ -1,6 +1,6 @@
 // Integer and bool storage for the elementwise sources (the prelude's F32/F16/BF16 are the
 // floats'): an integer computes as itself; a bool reads as 0 or 1 (any nonzero byte is true).
-// Placed before binary.cu and compare.cu.
+// Placed before unary.cu, binary.cu and compare.cu.
 
 template <typename I>
 struct NbxInt {
@@ -11,6 +11,7 @@ struct NbxInt {
 struct NbxBool {
     typedef unsigned char T;
     static __device__ __forceinline__ int load(T v) { return v != 0 ? 1 : 0; }
+    static __device__ __forceinline__ T store(int v) { return v != 0 ? 1 : 0; }
 };
 
 // The unsigned type an integer's wrapping arithmetic runs in: at least 32 bits, so that no

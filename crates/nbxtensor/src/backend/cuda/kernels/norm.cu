@@ -17,17 +17,6 @@
 //     any layout and length: `rows_at` addresses each row's first element, x_stride steps
 //     along it; the statistics read the row from memory again for each pass.
 
-__device__ __forceinline__ i64 norm_offset(const Layout& l, i64 i) {
-    i64 off = l.offset;
-    for (int d = l.ndim - 1; d > 0; --d) {
-        i64 s = l.shape[d];
-        off += (i % s) * l.strides[d];
-        i /= s;
-    }
-    if (l.ndim > 0) off += i * l.strides[0];
-    return off;
-}
-
 // The sum over the `group` threads of a row (whole warps; every thread of the block calls
 // it); `scratch` holds a float per warp of the block. Every thread gets the same value.
 __device__ __forceinline__ float norm_group_sum(float v, int group, float* scratch) {
@@ -103,7 +92,7 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
     int lane = threadIdx.x % group;
     i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
     bool active = row < rows;
-    i64 base = active ? norm_offset(rows_at, row) : 0;
+    i64 base = active ? nbx_offset(rows_at, row) : 0;
     float mean = 0.0f;
     if (LAYER) {
         float sum = 0.0f;
@@ -165,9 +154,9 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
 #define NBX_ROW_BOUND_16BIT_4_rms_norm __maxnreg__(40)
 #define NBX_ROW_BOUND_16BIT_4_layer_norm __maxnreg__(48)
 
-NBX_NORM(layer_norm, true, f32, F32, NBX_VECS_4)
-NBX_NORM(layer_norm, true, f16, F16, NBX_VECS_8)
+NBX_NORM(layer_norm, true, fp32, F32, NBX_VECS_4)
+NBX_NORM(layer_norm, true, fp16, F16, NBX_VECS_8)
 NBX_NORM(layer_norm, true, bf16, BF16, NBX_VECS_8)
-NBX_NORM(rms_norm, false, f32, F32, NBX_VECS_4)
-NBX_NORM(rms_norm, false, f16, F16, NBX_VECS_8)
+NBX_NORM(rms_norm, false, fp32, F32, NBX_VECS_4)
+NBX_NORM(rms_norm, false, fp16, F16, NBX_VECS_8)
 NBX_NORM(rms_norm, false, bf16, BF16, NBX_VECS_8)

@@ -57,13 +57,15 @@ struct Layout {
     i64 offset;
 };
 
-// The element offset of row-major index `i` under a layout.
+// The element offset of row-major index `i` under a layout (the one offset helper of every
+// source): the outermost dim takes the quotient left, so it needs no division.
 __device__ __forceinline__ i64 nbx_offset(const Layout& l, i64 i) {
     i64 off = l.offset;
-    for (int d = l.ndim - 1; d >= 0; --d) {
+    for (int d = l.ndim - 1; d > 0; --d) {
         i64 s = l.shape[d];
         off += (i % s) * l.strides[d];
         i /= s;
     }
+    if (l.ndim > 0) off += i * l.strides[0];
     return off;
 }

@@ -129,17 +129,6 @@ __device__ void quant_gemv(const typename S::T* x, i64 m, i64 k, const uchar* pa
         }
 }
 
-__device__ __forceinline__ i64 quant_offset(const Layout& l, i64 i) {
-    i64 off = l.offset;
-    for (int d = l.ndim - 1; d > 0; --d) {
-        i64 s = l.shape[d];
-        off += (i % s) * l.strides[d];
-        i /= s;
-    }
-    if (l.ndim > 0) off += i * l.strides[0];
-    return off;
-}
-
 template <typename S, int BITS>
 __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_col, i64 m, i64 k, const uchar* packed,
                            i64 p_row, i64 p_col, const unsigned short* scales, i64 sc_row, i64 sc_col,
@@ -154,7 +143,7 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
     // each thread stages 8 values of x and 8 of W per step: one row (or column), 8 consecutive k
     int stage_line = tid / 4, stage_k = (tid % 4) * 8;
     i64 x_row = row0 + stage_line, w_col = col0 + stage_line;
-    i64 x_base = x_row < m ? quant_offset(x_rows, x_row) : 0;
+    i64 x_base = x_row < m ? nbx_offset(x_rows, x_row) : 0;
     float acc[4][4] = {};
     for (i64 k0 = 0; k0 < k; k0 += NBX_STEP) {
 #pragma unroll
@@ -212,6 +201,6 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
                             mn_col, n, group, out);                                                                \
     }
 
-NBX_QUANT(4, f32, F32)
-NBX_QUANT(4, f16, F16)
+NBX_QUANT(4, fp32, F32)
+NBX_QUANT(4, fp16, F16)
 NBX_QUANT(4, bf16, BF16)

@@ -25,18 +25,6 @@
 
 #define NBX_INF __int_as_float(0x7f800000)
 
-// The element offset of index i under a layout; the outermost dim needs no modulo.
-__device__ __forceinline__ i64 reduce_offset(const Layout& l, i64 i) {
-    i64 off = l.offset;
-    for (int d = l.ndim - 1; d > 0; --d) {
-        i64 s = l.shape[d];
-        off += (i % s) * l.strides[d];
-        i /= s;
-    }
-    if (l.ndim > 0) off += i * l.strides[0];
-    return off;
-}
-
 // ---- folds: init, fold one element (its index among the reduced), combine two partials,
 // ---- shuffle a partial, finish.
 
@@ -191,9 +179,9 @@ __device__ void reduce_rows(const typename F::In* x, const Layout& kept, const L
     i64 o = (i64)blockIdx.x * per_block + g;
     Acc acc = F::init();
     if (o < outputs) {
-        i64 base = reduce_offset(kept, o);
+        i64 base = nbx_offset(kept, o);
 #pragma unroll 4
-        for (i64 r = lane; r < count; r += group) acc = F::fold(acc, x[base + reduce_offset(red, r)], r);
+        for (i64 r = lane; r < count; r += group) acc = F::fold(acc, x[base + nbx_offset(red, r)], r);
     }
     acc = warp_combine<F>(acc);
     if (group > 32) {
@@ -220,8 +208,8 @@ __device__ void reduce_cols(const typename F::In* x, const Layout& kept, const L
     i64 o = (i64)blockIdx.x * NBX_COLS + threadIdx.x;
     Acc acc = F::init();
     if (o < outputs) {
-        i64 base = reduce_offset(kept, o);
-        for (i64 r = threadIdx.y; r < count; r += NBX_COL_LANES) acc = F::fold(acc, x[base + reduce_offset(red, r)], r);
+        i64 base = nbx_offset(kept, o);
+        for (i64 r = threadIdx.y; r < count; r += NBX_COL_LANES) acc = F::fold(acc, x[base + nbx_offset(red, r)], r);
     }
     partial[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
@@ -242,10 +230,10 @@ __device__ void reduce_split(const typename F::In* x, const Layout& kept, const 
     __shared__ Acc partial[32];
     i64 o = blockIdx.y, begin = (i64)blockIdx.x * chunk;
     i64 end = begin + chunk < count ? begin + chunk : count;
-    i64 base = reduce_offset(kept, o);
+    i64 base = nbx_offset(kept, o);
     Acc acc = F::init();
 #pragma unroll 4
-    for (i64 r = begin + threadIdx.x; r < end; r += blockDim.x) acc = F::fold(acc, x[base + reduce_offset(red, r)], r);
+    for (i64 r = begin + threadIdx.x; r < end; r += blockDim.x) acc = F::fold(acc, x[base + nbx_offset(red, r)], r);
     acc = warp_combine<F>(acc);
     if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = acc;
     __syncthreads();
@@ -308,8 +296,8 @@ __device__ void reduce_finish(const unsigned char* partials, i64 outputs, i64 co
     NBX_REDUCE(min, dt)                         \
     NBX_REDUCE(argmax, dt)
 
-NBX_REDUCE_FLOAT(f32, F32)
-NBX_REDUCE_FLOAT(f16, F16)
+NBX_REDUCE_FLOAT(fp32, F32)
+NBX_REDUCE_FLOAT(fp16, F16)
 NBX_REDUCE_FLOAT(bf16, BF16)
 NBX_REDUCE_INT(i8, I8)
 NBX_REDUCE_INT(i16, I16)

@@ -171,6 +171,6 @@ __device__ void rope_strided(const typename S::T* x, const Layout& lx, const typ
         rope_strided<S, true>(x, lx, cos, c_row, c_col, sin, s_row, s_col, y, rows, seq, dim);                \
     }
 
-NBX_ROPE(f32, F32)
-NBX_ROPE(f16, F16)
+NBX_ROPE(fp32, F32)
+NBX_ROPE(fp16, F16)
 NBX_ROPE(bf16, BF16)

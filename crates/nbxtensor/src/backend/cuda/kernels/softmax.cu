@@ -21,17 +21,6 @@
 #define NBX_POS_INF __int_as_float(0x7f800000)
 #define NBX_NAN __int_as_float(0x7fffffff)
 
-__device__ __forceinline__ i64 softmax_offset(const Layout& l, i64 i) {
-    i64 off = l.offset;
-    for (int d = l.ndim - 1; d > 0; --d) {
-        i64 s = l.shape[d];
-        off += (i % s) * l.strides[d];
-        i /= s;
-    }
-    if (l.ndim > 0) off += i * l.strides[0];
-    return off;
-}
-
 // Butterflies: every lane ends with the same value (each step adds the same two values).
 __device__ __forceinline__ float softmax_warp_max(float v) {
 #pragma unroll
@@ -160,7 +149,7 @@ __device__ void softmax_looped(const typename S::T* x, const Layout& others, i64
     int lane = threadIdx.x % group;
     i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
     bool active = row < rows;
-    i64 base = active ? softmax_offset(others, row) : 0;
+    i64 base = active ? nbx_offset(others, row) : 0;
     i64 out = (row / inner) * n * inner + row % inner;
     float m = NBX_NEG_INF, s = 0.0f;
     if (active)
@@ -191,7 +180,7 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
                                 i64 rows, typename S::T* y, int log) {
     i64 row = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= rows) return;
-    i64 base = softmax_offset(others, row);
+    i64 base = nbx_offset(others, row);
     i64 out = (row / inner) * n * inner + row % inner;
     float m = NBX_NEG_INF, s = 0.0f;
     for (i64 r = 0; r < n; ++r) softmax_online(m, s, S::load(x[base + r * axis_stride]));
@@ -234,6 +223,6 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
 #define NBX_ROW_BOUND __launch_bounds__(512)
 #define NBX_ROW_BOUND_16BIT_4 __maxnreg__(40)
 
-NBX_SOFTMAX(f32, F32, NBX_VECS_4)
-NBX_SOFTMAX(f16, F16, NBX_VECS_8)
+NBX_SOFTMAX(fp32, F32, NBX_VECS_4)
+NBX_SOFTMAX(fp16, F16, NBX_VECS_8)
 NBX_SOFTMAX(bf16, BF16, NBX_VECS_8)

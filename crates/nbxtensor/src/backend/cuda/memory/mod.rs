@@ -4,7 +4,7 @@
 //! request is an error that says which of these failed.
 //!
 //! ```
-//! use nbxtensor::memory::cuda;
+//! use nbxtensor::backend::cuda::memory as cuda;
 //! match cuda::driver() {
 //!     Ok(driver) => assert!(!driver.devices.is_empty()),
 //!     Err(why) => assert!(why.starts_with("CUDA is not")),

@@ -1,7 +1,9 @@
 """Every example of the spec's sections that the library covers runs as written.
 
 The examples are read from the spec itself (see spec_examples.py), not copied here, so a
-change of behaviour that breaks one of them fails this test. The expected number of asserts
+change of behaviour that breaks one of them fails this test. Run by scripts/check_spec.sh
+(from .ci/run where the shared folder exists), not by scripts/test.sh: the repository's own
+tests need nothing beside it. The expected number of asserts
 per section guards the extraction: a section whose examples were not found fails too.
 """
 
@@ -24,7 +26,7 @@ SECTIONS = {
 
 
 def test_spec_is_beside_the_repository():
-    assert SPEC.is_file(), f"the spec is read from {SPEC}: the repository's shared/ folder must sit beside it"
+    assert SPEC.is_file(), f"the spec is read from {SPEC}: set NBX_SHARED or put the shared folder beside the repository"
 
 
 @pytest.mark.parametrize("heading", list(SECTIONS))

@@ -1,5 +1,5 @@
-"""Reads the spec (the 0.0.1 README, ``shared/seed/`` beside the repository) and yields the
-Python examples of one of its sections, as written there.
+"""Reads the spec (the 0.0.1 README in the shared folder beside the repository: ``$NBX_SHARED``,
+else ``../shared``) and yields the Python examples of one of its sections, as written there.
 
 The spec is plain text: a section runs from its heading line to the next heading, and an
 example is a paragraph (lines between blank lines) that compiles as Python and whose first
@@ -7,10 +7,13 @@ line that is not a comment starts like code. Consecutive examples of a section s
 """
 
 import ast
+import os
 import re
 from pathlib import Path
 
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "seed" / "000_5562fce05e728465.txt"
+REPOSITORY = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("NBX_SHARED") or REPOSITORY.parent / "shared")
+SPEC = SHARED / "seed" / "000_5562fce05e728465.txt"
 
 # Every heading of the spec's "Examples" part, in order: each ends the section before it.
 HEADINGS = [

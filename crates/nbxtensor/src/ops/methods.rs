@@ -1,0 +1,438 @@
+//! The typed Rust API: a [`Tensor`] method for every op, with typed arguments. What the
+//! string entry point leaves to its caller is decided here, once, for Rust and Python alike:
+//! binary operands are promoted (the Array API's rules, weak scalars), and an op defined on
+//! the floats only reads a bool or integer input as float32 (`float_math_input`).
+//!
+//! ```
+//! use nbxtensor::{DType, Tensor};
+//! let a = Tensor::from_vec(vec![1i32, 2, 3], &[3])?;
+//! let b = Tensor::from_vec(vec![0.5f32, 0.5, 0.5], &[3])?;
+//! let c = a.add(&b)?;                                  // int32 + float32 → float32
+//! assert_eq!((c.dtype(), c.to_vec::<f32>()?), (DType::Float32, vec![1.5, 2.5, 3.5]));
+//! let d = a.mul(2)?;                                    // a weak scalar keeps int32
+//! assert_eq!(d.to_vec::<i32>()?, vec![2, 4, 6]);
+//! let s = c.reshape(&[1, 3])?.softmax(-1)?.sum(&[-1], false)?;
+//! assert!((s.to_vec::<f32>()?[0] - 1.0).abs() < 1e-6);
+//! # Ok::<(), nbxtensor::Error>(())
+//! ```
+
+use super::operand::{cast_to, promote, Operand, Scalar};
+use super::spec::attention::Sdpa;
+use super::spec::binary::{Binary, BinaryOp};
+use super::spec::cast::Cast;
+use super::spec::gather::{Concat, Embedding, IndexSelect};
+use super::spec::matmul::Product;
+use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
+use super::spec::reduce::{Reduce, ReduceOp};
+use super::spec::rows::{Norm, Rope, Softmax};
+use super::spec::select::{MaskedFill, Where};
+use super::spec::unary::{Unary, UnaryOp};
+use super::{apply, run};
+use crate::dtype::promotion::float_math_input;
+use crate::dtype::DType;
+use crate::kernel::{KernelError, Result};
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+fn one(mut outputs: Vec<Tensor>) -> Tensor {
+    outputs.remove(0)
+}
+
+/// `x` as the input of a float-only op: bool and integers cast to float32.
+fn float_input(op: &str, x: &Tensor) -> Result<Tensor> {
+    let dtype = float_math_input(x.dtype()).map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
+    cast_to(x, dtype)
+}
+
+/// Whether `op` is defined on the floats only.
+fn floats_only(dtypes: &[DType]) -> bool {
+    dtypes.iter().all(|d| d.is_float())
+}
+
+/// `op` on `x`, dispatched as the typed API does.
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let x = if floats_only(&op.dtypes()) {
+        float_input(op.name(), x)?
+    } else if matches!(op, UnaryOp::LogicalNot) && x.dtype() != DType::Bool {
+        cast_to(x, DType::Bool)?
+    } else {
+        x.clone()
+    };
+    Ok(one(apply(op.name(), &[&x], |dtype| Unary::new(op, dtype))?))
+}
+
+/// `op` on `a` and `b` (tensors or weak scalars), promoted to one dtype first; the
+/// float-only ops read integer operands as float32, the logical ops read any operand as bool.
+pub fn binary<'a>(op: BinaryOp, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+    let mut operands = promote(op.name(), &[a.into(), b.into()])?;
+    let dtypes = op.dtypes();
+    let dtype = operands[0].dtype();
+    if floats_only(&dtypes) && !dtype.is_float() {
+        operands = operands.iter().map(|t| float_input(op.name(), t)).collect::<Result<_>>()?;
+    } else if dtypes == [DType::Bool] && dtype != DType::Bool {
+        operands = operands.iter().map(|t| cast_to(t, DType::Bool)).collect::<Result<_>>()?;
+    }
+    Ok(one(apply(op.name(), &[&operands[0], &operands[1]], |dtype| Binary::new(op, dtype))?))
+}
+
+macro_rules! unary_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> Result<Tensor> {
+                    unary(UnaryOp::$op, self)
+                }
+            )*
+        }
+    };
+}
+
+macro_rules! binary_methods {
+    ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $name<'a>(&'a self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+                    binary(BinaryOp::$op, self, other)
+                }
+            )*
+        }
+    };
+}
+
+unary_methods! {
+    /// `-x` (integers wrap).
+    neg => Neg;
+    /// `|x|` (integers wrap on the most negative value).
+    abs => Abs;
+    /// `e^x`.
+    exp => Exp;
+    /// The natural logarithm.
+    log => Log;
+    /// The square root.
+    sqrt => Sqrt;
+    /// `1 / sqrt(x)`.
+    rsqrt => Rsqrt;
+    /// The hyperbolic tangent.
+    tanh => Tanh;
+    /// `1 / (1 + e^-x)`.
+    sigmoid => Sigmoid;
+    /// `x · sigmoid(x)`.
+    silu => Silu;
+    /// GELU, the erf form.
+    gelu => Gelu;
+    /// GELU, the tanh approximation.
+    gelu_tanh => GeluTanh;
+    /// `max(x, 0)`; NaN stays NaN.
+    relu => Relu;
+    /// The sine.
+    sin => Sin;
+    /// The cosine.
+    cos => Cos;
+    /// The tangent.
+    tan => Tan;
+    /// The inverse sine.
+    asin => Asin;
+    /// The inverse cosine.
+    acos => Acos;
+    /// The inverse tangent.
+    atan => Atan;
+    /// The hyperbolic sine.
+    sinh => Sinh;
+    /// The hyperbolic cosine.
+    cosh => Cosh;
+    /// The inverse hyperbolic sine.
+    asinh => Asinh;
+    /// The inverse hyperbolic cosine.
+    acosh => Acosh;
+    /// The inverse hyperbolic tangent.
+    atanh => Atanh;
+    /// `e^x - 1`, accurate near 0.
+    expm1 => Expm1;
+    /// `ln(1 + x)`, accurate near 0.
+    log1p => Log1p;
+    /// The base-2 logarithm.
+    log2 => Log2;
+    /// The base-10 logarithm.
+    log10 => Log10;
+    /// `1 / x`.
+    reciprocal => Reciprocal;
+    /// `x · x` (integers wrap).
+    square => Square;
+    /// -1, 0 or 1; NaN stays NaN.
+    sign => Sign;
+    /// Rounded toward -∞ (integers unchanged).
+    floor => Floor;
+    /// Rounded toward +∞ (integers unchanged).
+    ceil => Ceil;
+    /// Rounded to nearest, half to even (integers unchanged).
+    round => Round;
+    /// Rounded toward 0 (integers unchanged).
+    trunc => Trunc;
+    /// Whether each element is NaN (bool).
+    isnan => Isnan;
+    /// Whether each element is infinite (bool).
+    isinf => Isinf;
+    /// Whether each element is finite (bool).
+    isfinite => Isfinite;
+    /// Whether each element's sign bit is set (bool).
+    signbit => Signbit;
+    /// Not x (any dtype read as bool: nonzero is true).
+    logical_not => LogicalNot;
+    /// `~x`, the bits flipped (integers and bool).
+    bitwise_invert => BitwiseInvert;
+}
+
+binary_methods! {
+    /// `self + other`, broadcast and promoted (integers wrap).
+    add => Add;
+    /// `self - other`, broadcast and promoted (integers wrap).
+    sub => Sub;
+    /// `self · other`, broadcast and promoted (integers wrap).
+    mul => Mul;
+    /// `self / other`, true division (integers divided as float32).
+    div => Div;
+    /// `self` to the power `other`.
+    pow => Pow;
+    /// The larger of the two; NaN when either is NaN.
+    maximum => Maximum;
+    /// The smaller of the two; NaN when either is NaN.
+    minimum => Minimum;
+    /// `self mod other`, the sign of `other` (Python's `%`).
+    remainder => Remainder;
+    /// `floor(self / other)` (Python's `//`).
+    floor_divide => FloorDivide;
+    /// The angle of the point `(other, self)`.
+    atan2 => Atan2;
+    /// `|self|` with the sign of `other`.
+    copysign => Copysign;
+    /// `sqrt(self² + other²)`.
+    hypot => Hypot;
+    /// `ln(e^self + e^other)`.
+    logaddexp => Logaddexp;
+    /// The next value of the dtype after `self` toward `other`.
+    nextafter => Nextafter;
+    /// `self == other` (bool).
+    eq => Eq;
+    /// `self != other` (bool).
+    ne => Ne;
+    /// `self < other` (bool).
+    lt => Lt;
+    /// `self <= other` (bool).
+    le => Le;
+    /// `self > other` (bool).
+    gt => Gt;
+    /// `self >= other` (bool).
+    ge => Ge;
+    /// `self and other` (read as bool).
+    logical_and => LogicalAnd;
+    /// `self or other` (read as bool).
+    logical_or => LogicalOr;
+    /// `self xor other` (read as bool).
+    logical_xor => LogicalXor;
+    /// `self & other`.
+    bitwise_and => BitwiseAnd;
+    /// `self | other`.
+    bitwise_or => BitwiseOr;
+    /// `self ^ other`.
+    bitwise_xor => BitwiseXor;
+    /// `self << other`.
+    bitwise_left_shift => BitwiseLeftShift;
+    /// `self >> other` (the sign kept).
+    bitwise_right_shift => BitwiseRightShift;
+}
+
+impl Tensor {
+    /// The elements converted to `dtype` (see `ops::spec::cast`); a tensor of that dtype
+    /// already is returned as it is.
+    pub fn cast(&self, dtype: DType) -> Result<Tensor> {
+        if self.dtype() == dtype {
+            return Ok(self.clone());
+        }
+        Ok(one(run(Arc::new(Cast::new(self.dtype(), dtype)?), &[self])?))
+    }
+
+    /// The elements clamped to `[min, max]` (either bound optional); NaN stays NaN.
+    pub fn clip(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        Ok(one(apply("clip", &[self], |dtype| Unary::clip(dtype, min, max))?))
+    }
+
+    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted.
+    pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        let operands = promote("where", &[a.into(), b.into()])?;
+        let cond = cast_to(self, DType::Bool)?;
+        Ok(one(run(Arc::new(Where), &[&cond, &operands[0], &operands[1]])?))
+    }
+
+    /// The tensor with `value` where the bool `mask` is true (broadcast); the value is fitted
+    /// to the tensor's dtype.
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        Ok(one(apply("masked_fill", &[self, mask], |dtype| MaskedFill::new(dtype, value))?))
+    }
+
+    /// The reduction `op` over `axes` (`None`: every axis; argmax takes one); mean reads
+    /// integers as float32.
+    pub fn reduce(&self, op: ReduceOp, axes: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        let x = if op == ReduceOp::Mean { float_input("mean", self)? } else { self.clone() };
+        let axes = axes.map(<[i64]>::to_vec);
+        Ok(one(apply(op.name(), &[&x], |dtype| Reduce::new(op, dtype, axes, keepdim))?))
+    }
+
+    /// The sum over `axes` (negatives from the end): floats in float64, rounded once; signed
+    /// integers to int64, unsigned to uint64 (wrapping).
+    pub fn sum(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, Some(axes), keepdim)
+    }
+
+    /// The sum of every element.
+    pub fn sum_all(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Sum, None, false)
+    }
+
+    /// The mean over `axes` (float64 accumulation; integers read as float32).
+    pub fn mean(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Mean, Some(axes), keepdim)
+    }
+
+    /// The mean of every element.
+    pub fn mean_all(&self) -> Result<Tensor> {
+        self.reduce(ReduceOp::Mean, None, false)
+    }
+
+    /// The maximum over `axes`; NaN when one is NaN.
+    pub fn max(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Max, Some(axes), keepdim)
+    }
+
+    /// The minimum over `axes`; NaN when one is NaN.
+    pub fn min(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Min, Some(axes), keepdim)
+    }
+
+    /// The int64 index of the first maximum along `axis` (a NaN counts as the maximum).
+    pub fn argmax(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::ArgMax, Some(&[axis]), keepdim)
+    }
+
+    /// `exp(x - max) / sum(exp(x - max))` along `axis` (integers read as float32).
+    pub fn softmax(&self, axis: i64) -> Result<Tensor> {
+        let x = float_input("softmax", self)?;
+        Ok(one(apply("softmax", &[&x], |dtype| Ok(Softmax { log: false, dtype, axis }))?))
+    }
+
+    /// `x - max - log(sum(exp(x - max)))` along `axis` (integers read as float32).
+    pub fn log_softmax(&self, axis: i64) -> Result<Tensor> {
+        let x = float_input("log_softmax", self)?;
+        Ok(one(apply("log_softmax", &[&x], |dtype| Ok(Softmax { log: true, dtype, axis }))?))
+    }
+
+    /// `(x - mean) / sqrt(var + eps) · weight + bias` over the last dim.
+    pub fn layer_norm(&self, weight: &Tensor, bias: &Tensor, eps: f64) -> Result<Tensor> {
+        Ok(one(apply("layer_norm", &[self, weight, bias], |dtype| Norm::new(true, dtype, eps))?))
+    }
+
+    /// `x / sqrt(mean(x²) + eps) · weight` over the last dim.
+    pub fn rms_norm(&self, weight: &Tensor, eps: f64) -> Result<Tensor> {
+        Ok(one(apply("rms_norm", &[self, weight], |dtype| Norm::new(false, dtype, eps))?))
+    }
+
+    /// The rotary position embedding of `[..., heads, seq, head_dim]` by `cos` and `sin`
+    /// (`[seq, head_dim / 2]`); pairs `(2i, 2i+1)` when `interleaved`, else `(i, i + d/2)`.
+    pub fn rope(&self, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {
+        Ok(one(apply("rope", &[self, cos, sin], |dtype| Ok(Rope { dtype, interleaved }))?))
+    }
+
+    /// numpy's matmul (batch dims broadcast, 1-d operands as vectors), both operands
+    /// promoted to one float dtype.
+    pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        let operands = promote("matmul", &[self.into(), other.into()])?;
+        Ok(one(apply("matmul", &[&operands[0], &operands[1]], |dtype| Product::matmul(dtype, false, false))?))
+    }
+
+    /// `self · weightᵀ + bias` with `weight [out, in]` and an optional `bias [out]`.
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let inputs: Vec<&Tensor> = std::iter::once(self).chain(std::iter::once(weight)).chain(bias).collect();
+        Ok(one(apply("linear", &inputs, Product::linear)?))
+    }
+
+    /// Scaled dot-product attention with `self` as the queries `[b, hq, sq, d]`, keys
+    /// `[b, hk, sk, d]`, values `[b, hk, sk, dv]`, an optional additive `mask`, causal masking
+    /// aligned bottom-right, and `scale` (`None`: `1/sqrt(d)`).
+    pub fn sdpa(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        mask: Option<&Tensor>,
+        causal: bool,
+        scale: Option<f64>,
+    ) -> Result<Tensor> {
+        let inputs: Vec<&Tensor> = [self, k, v].into_iter().chain(mask).collect();
+        Ok(one(apply("sdpa", &inputs, |dtype| Ok(Sdpa { dtype, causal, scale }))?))
+    }
+
+    /// `self · Wᵀ` with `W` packed in the int4-g128-asym layout (`packed`, `scales`, `minima`).
+    pub fn matmul_int4(&self, packed: &Tensor, scales: &Tensor, minima: &Tensor) -> Result<Tensor> {
+        let layout = Int4Layout::of_table("matmul_int4")?;
+        Ok(one(apply("matmul_int4", &[self, packed, scales, minima], |dtype| Ok(MatmulInt4 { dtype, layout }))?))
+    }
+
+    /// The weight `[N, K]` quantized into the int4-g128-asym layout: `(packed, scales, minima)`.
+    pub fn pack_int4(&self) -> Result<(Tensor, Tensor, Tensor)> {
+        let layout = Int4Layout::of_table("pack_int4")?;
+        let mut out = run(Arc::new(PackInt4 { dtype: self.dtype(), layout }), &[self])?.into_iter();
+        match (out.next(), out.next(), out.next()) {
+            (Some(p), Some(s), Some(m)) => Ok((p, s, m)),
+            _ => Err(KernelError::Invalid("pack_int4: gave fewer than three outputs".into())),
+        }
+    }
+
+    /// The rows of `table [V, D]` at these indices (int32 or int64): `[*self.shape, D]`.
+    pub fn embedding(&self, table: &Tensor) -> Result<Tensor> {
+        Ok(one(run(Arc::new(Embedding { dtype: self.dtype() }), &[self, table])?))
+    }
+
+    /// The entries at the 1-d `indices` along `axis`.
+    pub fn index_select(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
+        Ok(one(run(Arc::new(IndexSelect { dtype: self.dtype(), axis }), &[self, indices])?))
+    }
+
+    /// `tensors` joined along `axis`, promoted to one dtype.
+    pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
+        let operands: Vec<Operand<'_>> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
+        let promoted = promote("concat", &operands)?;
+        let refs: Vec<&Tensor> = promoted.iter().collect();
+        let dtype = refs.first().map(|t| t.dtype()).unwrap_or(DType::Float32);
+        Ok(one(run(Arc::new(Concat { dtype, axis }), &refs)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{DType, Tensor};
+
+    #[test]
+    fn promotion_is_the_array_apis_with_weak_scalars() {
+        let i = Tensor::from_vec(vec![1i32, -2], &[2]).unwrap();
+        let f = Tensor::from_vec(vec![0.25f32, 0.5], &[2]).unwrap();
+        assert_eq!(i.add(&f).unwrap().dtype(), DType::Float32);
+        assert_eq!(i.mul(3).unwrap().to_vec::<i32>().unwrap(), vec![3, -6]);
+        // a Python float with an integer tensor: float64 (NEP 50)
+        assert_eq!(i.add(0.5).unwrap().to_vec::<f64>().unwrap(), vec![1.5, -1.5]);
+        let h = f.cast(DType::Float16).unwrap();
+        assert_eq!(h.mul(2.0).unwrap().dtype(), DType::Float16);
+        let err = Tensor::from_vec(vec![1u8], &[1]).unwrap().add(300).unwrap_err().to_string();
+        assert!(err.contains("300 does not fit uint8"), "{err}");
+    }
+
+    #[test]
+    fn float_only_ops_read_integers_as_float32() {
+        let i = Tensor::from_vec(vec![0i64, 1], &[2]).unwrap();
+        let e = i.exp().unwrap();
+        assert_eq!((e.dtype(), e.to_vec::<f32>().unwrap()), (DType::Float32, vec![1.0, 1.0f32.exp()]));
+        assert_eq!(i.div(2).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 0.5]);
+        assert_eq!(i.logical_not().unwrap().to_bytes().unwrap(), vec![1, 0]);
+        assert_eq!(i.mean_all().unwrap().to_vec::<f32>().unwrap(), vec![0.5]);
+    }
+}

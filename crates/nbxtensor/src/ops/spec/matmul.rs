@@ -1,0 +1,226 @@
+//! Matrix products on float32, float16 and bfloat16 (float32 accumulation):
+//!
+//! - `matmul(a, b)`, attributes `transpose_a`, `transpose_b` (bools, default false): numpy's
+//!   matmul — 2-d products, batch dims broadcast, a 1-d left operand is a row vector and a
+//!   1-d right operand a column vector, their unit dim dropped from the output (a transpose
+//!   attribute on a 1-d operand is refused);
+//! - `linear(x, weight[, bias])`: `x · weightᵀ + bias` with `weight` `[out, in]`, the
+//!   optional `bias` `[out]` a third input, any leading dims on `x`.
+//!
+//! Declared flops: `2·m·n·k` per matrix of the batch (plus `m·n` for a bias). The spec
+//! declares no workspace; a backend that needs one (widened half operands on the CPU,
+//! cuBLASLt's on CUDA) declares it through its workspace hook.
+
+use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS};
+use crate::dtype::DType;
+use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use crate::shape;
+use std::sync::Arc;
+
+/// The shapes of one product: the batch dims, `m × k` by `k × n`, the output's shape, and
+/// whether a bias is added.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProductShape {
+    /// The output's batch dims (broadcast).
+    pub batch: Vec<i64>,
+    /// Rows of the left factor and of the output.
+    pub m: i64,
+    /// Columns of the right factor and of the output.
+    pub n: i64,
+    /// The contracted extent.
+    pub k: i64,
+    /// The output's shape (vector dims dropped).
+    pub out: Vec<i64>,
+    /// Whether a bias row is added (linear with three inputs).
+    pub bias: bool,
+}
+
+impl ProductShape {
+    /// The number of matrices in the batch.
+    pub fn count(&self) -> i64 {
+        self.batch.iter().product()
+    }
+}
+
+/// `matmul` or `linear` on one dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Product {
+    /// `"matmul"` or `"linear"`.
+    pub op: &'static str,
+    /// The operands' dtype.
+    pub dtype: DType,
+    /// The left operand is read transposed in its last two dims.
+    pub transpose_a: bool,
+    /// The right operand is read transposed in its last two dims (linear: always).
+    pub transpose_b: bool,
+    /// linear: the right operand is `weight [out, in]`, optionally followed by a bias.
+    pub linear: bool,
+}
+
+/// The rows, columns and batch dims of an operand of `shape` as the left or right factor.
+fn factor(shape: &[i64], left: bool, transposed: bool) -> (i64, i64, &[i64], bool) {
+    let nd = shape.len();
+    if nd == 1 {
+        return if left { (1, shape[0], &[], true) } else { (shape[0], 1, &[], true) };
+    }
+    let (rows, cols) = (shape[nd - 2], shape[nd - 1]);
+    let (rows, cols) = if transposed { (cols, rows) } else { (rows, cols) };
+    (rows, cols, &shape[..nd - 2], false)
+}
+
+impl Product {
+    /// `matmul` of `dtype`.
+    pub fn matmul(dtype: DType, transpose_a: bool, transpose_b: bool) -> Result<Product> {
+        require_dtype("matmul", dtype, &FLOATS)?;
+        Ok(Product { op: "matmul", dtype, transpose_a, transpose_b, linear: false })
+    }
+
+    /// `linear` of `dtype`.
+    pub fn linear(dtype: DType) -> Result<Product> {
+        require_dtype("linear", dtype, &FLOATS)?;
+        Ok(Product { op: "linear", dtype, transpose_a: false, transpose_b: true, linear: true })
+    }
+
+    /// The shapes of a call on `inputs`; refused naming the op and the operands.
+    pub fn shapes(&self, inputs: &[TensorMeta]) -> Result<ProductShape> {
+        let op = self.op;
+        let counts: &[usize] = if self.linear { &[2, 3] } else { &[2] };
+        if !counts.contains(&inputs.len()) {
+            return Err(KernelError::Invalid(format!(
+                "{op}: takes {} inputs, got {}",
+                if self.linear { "2 or 3" } else { "2" },
+                inputs.len()
+            )));
+        }
+        if let Some(other) = inputs.iter().find(|m| m.dtype != self.dtype) {
+            return Err(KernelError::Invalid(format!(
+                "{op}: operands must share one dtype, got {} and {}",
+                self.dtype, other.dtype
+            )));
+        }
+        let (a, b) = (&inputs[0], &inputs[1]);
+        if a.shape.is_empty() || b.shape.is_empty() {
+            return Err(KernelError::Invalid(format!(
+                "{op}: operands must have at least one dim, got {:?} and {:?}",
+                a.shape, b.shape
+            )));
+        }
+        if self.linear && b.shape.len() != 2 {
+            return Err(KernelError::Invalid(format!("{op}: weight must be 2-d [out, in], got {:?}", b.shape)));
+        }
+        for (meta, transposed, name) in [(a, self.transpose_a, "transpose_a"), (b, self.transpose_b, "transpose_b")] {
+            if transposed && meta.shape.len() == 1 {
+                return Err(KernelError::Invalid(format!(
+                    "{op}: {name} on a 1-d operand {:?} (a vector has no transpose)",
+                    meta.shape
+                )));
+            }
+        }
+        let (m, ka, batch_a, a_vector) = factor(&a.shape, true, self.transpose_a);
+        let (kb, n, batch_b, b_vector) = factor(&b.shape, false, self.transpose_b);
+        if ka != kb {
+            return Err(KernelError::Invalid(format!(
+                "{op}: contracted dims differ: {:?} and {:?} ({ka} vs {kb})",
+                a.shape, b.shape
+            )));
+        }
+        let batch = shape::broadcast_shapes(&[batch_a, batch_b]).map_err(|_| {
+            KernelError::Invalid(format!("{op}: batch dims of {:?} and {:?} do not broadcast", a.shape, b.shape))
+        })?;
+        let bias = inputs.len() == 3;
+        if bias && inputs[2].shape != [n] {
+            return Err(KernelError::Invalid(format!(
+                "{op}: bias must be [{n}] for weight {:?}, got {:?}",
+                b.shape, inputs[2].shape
+            )));
+        }
+        let mut out = batch.clone();
+        if !a_vector {
+            out.push(m);
+        }
+        if !b_vector {
+            out.push(n);
+        }
+        Ok(ProductShape { batch, m, n, k: ka, out, bias })
+    }
+}
+
+impl Spec for Product {
+    fn op(&self) -> &'static str {
+        self.op
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn key(&self) -> String {
+        let mut key = format!("{}:{}", self.op, self.dtype.launch_key());
+        if self.transpose_a {
+            key.push_str(":ta");
+        }
+        if self.transpose_b && !self.linear {
+            key.push_str(":tb");
+        }
+        key
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let shapes = self.shapes(inputs)?;
+        let out = TensorMeta::new(self.dtype, &shapes.out);
+        let count = shapes.count() as u64;
+        let (m, n, k) = (shapes.m as u64, shapes.n as u64, shapes.k as u64);
+        let bias_flops = if shapes.bias { count * m * n } else { 0 };
+        let flops = count * 2 * m * n * k + bias_flops;
+        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        Cost::simple(vec![out], read, flops)
+    }
+
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn bind_matmul(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    attrs.only("matmul", &["transpose_a", "transpose_b"])?;
+    let transpose_a = attrs.bool("matmul", "transpose_a", Some(false))?;
+    let transpose_b = attrs.bool("matmul", "transpose_b", Some(false))?;
+    Ok(Arc::new(Product::matmul(dtype, transpose_a, transpose_b)?))
+}
+
+fn bind_linear(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    attrs.only("linear", &[])?;
+    Ok(Arc::new(Product::linear(dtype)?))
+}
+
+/// The matrix products' entries in the catalogue.
+pub(super) fn define(ops: &mut Vec<OpDef>) {
+    const TRANSPOSES: &[AttrDoc] = &[
+        AttrDoc { name: "transpose_a", meaning: "a read transposed in its last two dims", default: Some("false") },
+        AttrDoc { name: "transpose_b", meaning: "b read transposed in its last two dims", default: Some("false") },
+    ];
+    ops.push(OpDef {
+        name: "matmul",
+        family: "matmul",
+        summary: "numpy's matmul (batch dims broadcast)",
+        inputs: &["a", "b"],
+        attrs: TRANSPOSES,
+        dtypes: |_| FLOATS.to_vec(),
+        bind: bind_matmul,
+        follows_policy: true,
+    });
+    ops.push(OpDef {
+        name: "linear",
+        family: "matmul",
+        summary: "x · weightᵀ + bias",
+        inputs: &["x", "weight", "bias?"],
+        attrs: &[],
+        dtypes: |_| FLOATS.to_vec(),
+        bind: bind_linear,
+        follows_policy: true,
+    });
+}

@@ -1,0 +1,268 @@
+//! Products against packed 4-bit weights in the table's `int4-g128-asym` layout, and the
+//! packer that makes them:
+//!
+//! - `matmul_int4(x, packed, scales, minima)`: `x [.., K]` (float32/float16/bfloat16) times
+//!   `Wᵀ`, `W [N, K]` stored as `packed` codes `[N, K·bits/8]` (low bits first) with `scales`
+//!   and `minima` `[N, K/group]` (`w = code·scale + minimum`) → `[.., N]` of x's dtype;
+//!   dispatched on x's dtype. Declared flops: `2·m·n·k` for the product and `3·m·n·groups`
+//!   for the scales and minima; each backend declares its own workspace.
+//! - `pack_int4(weight [N, K])` (a float dtype) → `(packed, scales, minima)`: per group the
+//!   minimum and `(max − min) / (2^bits − 1)` rounded to the scale dtype, codes rounded to
+//!   nearest against those rounded values and clamped to the code range.
+//!
+//! Bits, group, code storage and scale dtype are read from the dtype table
+//! (`DType::Int4G128Asym.packed()`), never written here.
+
+use super::{require_dtype, OpDef, Spec, FLOATS};
+use crate::dtype::DType;
+use crate::facts::Group;
+use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use std::sync::Arc;
+
+fn invalid(message: String) -> KernelError {
+    KernelError::Invalid(message)
+}
+
+/// The packed int4 layout as kernels use it, read from the dtype table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Int4Layout {
+    /// Bits per code.
+    pub bits: u32,
+    /// Consecutive elements sharing a scale and a minimum.
+    pub group: usize,
+    /// Codes per storage byte.
+    pub per_byte: usize,
+}
+
+impl Int4Layout {
+    /// The `int4-g128-asym` layout from the table, checked to be what the kernels serve:
+    /// uint8 codes, float16 scales and minima, a group of consecutive elements.
+    pub fn of_table(op: &str) -> Result<Int4Layout> {
+        let dtype = DType::Int4G128Asym;
+        let packed = dtype.packed().map_err(|e| invalid(format!("{op}: {e}")))?;
+        let named = |name: &str| DType::from_name(name).map_err(|e| invalid(format!("{op}: {e}")));
+        let minimum = packed.minimum.as_deref().map(named).transpose()?;
+        let storage = named(&packed.storage)?;
+        if named(&packed.scale)? != DType::Float16 || minimum != Some(DType::Float16) || storage != DType::Uint8 {
+            return Err(invalid(format!(
+                "{op}: {dtype} in the table is not uint8 codes with float16 scales and minima"
+            )));
+        }
+        let Group::Elements(group) = packed.group else {
+            return Err(invalid(format!("{op}: {dtype} in the table has no fixed group size")));
+        };
+        let byte_bits = storage.bits();
+        if packed.bits == 0 || byte_bits % packed.bits != 0 {
+            return Err(invalid(format!("{op}: {} bits do not divide a {storage} byte", packed.bits)));
+        }
+        Ok(Int4Layout { bits: packed.bits, group: group as usize, per_byte: (byte_bits / packed.bits) as usize })
+    }
+
+    /// The largest code.
+    pub fn levels(&self) -> u32 {
+        (1 << self.bits) - 1
+    }
+
+    /// Code `i` of a row of packed bytes.
+    #[inline(always)]
+    pub fn code(&self, row: &[u8], i: usize) -> u32 {
+        (u32::from(row[i / self.per_byte]) >> ((i % self.per_byte) as u32 * self.bits)) & self.levels()
+    }
+
+    /// The groups of a row of `k` elements; a `k` that is not a whole number of groups is
+    /// refused naming `what`.
+    pub fn groups(&self, op: &str, k: i64, what: &str) -> Result<usize> {
+        if k < 0 || k as usize % self.group != 0 {
+            return Err(invalid(format!("{op}: K = {k} of {what} is not a multiple of the group size {}", self.group)));
+        }
+        Ok(k as usize / self.group)
+    }
+}
+
+/// The sizes of a `matmul_int4` call: rows of x, outputs, contracted extent, groups per row,
+/// the output's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Int4Shape {
+    /// Rows of x (every leading dim).
+    pub m: usize,
+    /// Output columns (rows of W).
+    pub n: usize,
+    /// The contracted extent.
+    pub k: usize,
+    /// Groups per row of W.
+    pub groups: usize,
+    /// The output's shape.
+    pub out: Vec<i64>,
+}
+
+/// `matmul_int4(x, packed, scales, minima)` on x's dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatmulInt4 {
+    /// x's dtype (and the output's).
+    pub dtype: DType,
+    /// The packed layout.
+    pub layout: Int4Layout,
+}
+
+impl MatmulInt4 {
+    /// The sizes of a call on `inputs`; refused naming the operands that do not fit.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<Int4Shape> {
+        let [x, packed, scales, minima] = inputs else {
+            return Err(invalid(format!(
+                "matmul_int4: takes 4 inputs (x, packed, scales, minima), got {}",
+                inputs.len()
+            )));
+        };
+        if x.dtype != self.dtype
+            || packed.dtype != DType::Uint8
+            || scales.dtype != DType::Float16
+            || minima.dtype != DType::Float16
+        {
+            return Err(invalid(format!(
+                "matmul_int4: wants x {}, packed uint8, scales and minima float16; got {}, {}, {}, {}",
+                self.dtype, x.dtype, packed.dtype, scales.dtype, minima.dtype
+            )));
+        }
+        let (Some(&k), &[n, bytes]) = (x.shape.last(), &packed.shape[..]) else {
+            return Err(invalid(format!(
+                "matmul_int4: x must be [.., K] and packed [N, K/{}], got {:?} and {:?}",
+                self.layout.per_byte, x.shape, packed.shape
+            )));
+        };
+        let groups = self.layout.groups("matmul_int4", k, &format!("x {:?}", x.shape))?;
+        let per_byte = self.layout.per_byte as i64;
+        if bytes * per_byte != k || scales.shape != [n, groups as i64] || minima.shape != scales.shape {
+            return Err(invalid(format!(
+                "matmul_int4: for x {:?} packed must be [N, {}] and scales, minima [N, {groups}]; got {:?}, {:?}, {:?}",
+                x.shape,
+                k / per_byte,
+                packed.shape,
+                scales.shape,
+                minima.shape
+            )));
+        }
+        let mut out = x.shape.clone();
+        *out.last_mut().expect("x has a last dim") = n;
+        let m = x.shape[..x.shape.len() - 1].iter().product::<i64>() as usize;
+        Ok(Int4Shape { m, n: n as usize, k: k as usize, groups, out })
+    }
+}
+
+impl Spec for MatmulInt4 {
+    fn op(&self) -> &'static str {
+        "matmul_int4"
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn key(&self) -> String {
+        format!("matmul_int4:{}:{}", self.dtype.launch_key(), DType::Int4G128Asym.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let z = self.sizes(inputs)?;
+        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        let (m, n, k, groups) = (z.m as u64, z.n as u64, z.k as u64, z.groups as u64);
+        Cost::simple(vec![TensorMeta::new(self.dtype, &z.out)], read, 2 * m * n * k + 3 * m * n * groups)
+    }
+
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// `pack_int4(weight)` on the weight's dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackInt4 {
+    /// The weight's dtype.
+    pub dtype: DType,
+    /// The packed layout.
+    pub layout: Int4Layout,
+}
+
+impl PackInt4 {
+    /// `(n, k, groups)` of a valid weight.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<(usize, usize, usize)> {
+        let [weight] = inputs else {
+            return Err(invalid(format!("pack_int4: takes 1 input (weight), got {}", inputs.len())));
+        };
+        if weight.dtype != self.dtype {
+            return Err(invalid(format!("pack_int4: weight is {}, the op was bound to {}", weight.dtype, self.dtype)));
+        }
+        let [n, k] = weight.shape[..] else {
+            return Err(invalid(format!("pack_int4: weight must be 2-d [N, K], got {:?}", weight.shape)));
+        };
+        let groups = self.layout.groups("pack_int4", k, &format!("weight {:?}", weight.shape))?;
+        Ok((n as usize, k as usize, groups))
+    }
+}
+
+impl Spec for PackInt4 {
+    fn op(&self) -> &'static str {
+        "pack_int4"
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn key(&self) -> String {
+        format!("pack_int4:{}", self.dtype.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let (n, k, groups) = self.sizes(inputs)?;
+        let (n, groups) = (n as i64, groups as i64);
+        let outputs = vec![
+            TensorMeta::new(DType::Uint8, &[n, (k / self.layout.per_byte) as i64]),
+            TensorMeta::new(DType::Float16, &[n, groups]),
+            TensorMeta::new(DType::Float16, &[n, groups]),
+        ];
+        // Per element: min, max, subtract, divide, round.
+        Cost::simple(outputs, inputs[0].bytes()?, 5 * inputs[0].numel()?)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn bind(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    attrs.only(name, &[])?;
+    require_dtype(name, dtype, &FLOATS)?;
+    let layout = Int4Layout::of_table(name)?;
+    Ok(match name {
+        "matmul_int4" => Arc::new(MatmulInt4 { dtype, layout }),
+        _ => Arc::new(PackInt4 { dtype, layout }),
+    })
+}
+
+/// The int4 entries in the catalogue.
+pub(super) fn define(ops: &mut Vec<OpDef>) {
+    ops.push(OpDef {
+        name: "matmul_int4",
+        family: "quant",
+        summary: "x · Wᵀ with W packed in the int4-g128-asym layout",
+        inputs: &["x", "packed", "scales", "minima"],
+        attrs: &[],
+        dtypes: |_| FLOATS.to_vec(),
+        bind,
+        follows_policy: false,
+    });
+    ops.push(OpDef {
+        name: "pack_int4",
+        family: "quant",
+        summary: "a float weight [N, K] quantized into the int4-g128-asym layout",
+        inputs: &["weight"],
+        attrs: &[],
+        dtypes: |_| FLOATS.to_vec(),
+        bind,
+        follows_policy: false,
+    });
+}

@@ -1,0 +1,3 @@
+def main(args: list[str]) -> int: ...
+
+__all__ = ["main"]

@@ -1,0 +1,16 @@
+from typing import final
+
+@final
+class MemoryState:
+    @property
+    def total(self) -> int: ...
+    @property
+    def free(self) -> int: ...
+    @property
+    def available(self) -> int: ...
+    @property
+    def source(self) -> str: ...
+
+def memory_state() -> MemoryState: ...
+
+__all__ = ["MemoryState", "memory_state"]
