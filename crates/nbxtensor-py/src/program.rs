@@ -3,8 +3,9 @@
 
 use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
+use nbxtensor::backend::{self, Peaks};
 use nbxtensor::program::{
-    self, Executable as CoreExecutable, Peaks, Program as CoreProgram, ProgramError, Replay as CoreReplay,
+    self, Executable as CoreExecutable, Program as CoreProgram, ProgramError, Replay as CoreReplay,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -153,7 +154,7 @@ fn peaks(py: Python<'_>, program: &CoreProgram, device_file: Option<&str>) -> Py
             "price: a program on {} is priced on its device file (price(device_file='nvidia/h200')): the measured rates are the host CPU's",
             program.device
         ))),
-        None => py.detach(Peaks::measure_host).map_err(to_py),
+        None => py.detach(|| backend::of(nbxtensor::memory::Device::CPU).peaks()).map_err(to_py),
     }
 }
 
