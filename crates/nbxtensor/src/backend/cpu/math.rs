@@ -166,7 +166,9 @@ macro_rules! real {
             }
             #[inline(always)]
             fn hypot(self, y: $t) -> $t {
-                <$t>::hypot(self, y)
+                // the libm crate's, not glibc's: glibc's hypot and hypotf are versioned
+                // GLIBC_2.35, past the manylinux_2_34 baseline the wheel keeps
+                libm::Libm::<$t>::hypot(self, y)
             }
             #[inline(always)]
             fn floor(self) -> $t {
@@ -176,7 +178,13 @@ macro_rules! real {
             fn fmod(self, divisor: $t) -> $t {
                 self % divisor
             }
-            std_math!(impl $t: sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, exp_m1, ln_1p,
+            #[inline(always)]
+            fn asinh(self) -> $t {
+                // the libm crate's: the standard library's asinh calls glibc's hypot (as
+                // hypot above)
+                libm::Libm::<$t>::asinh(self)
+            }
+            std_math!(impl $t: sin, cos, tan, asin, acos, atan, sinh, cosh, acosh, atanh, exp_m1, ln_1p,
                 log2, log10, ceil, round_ties_even, trunc);
         }
     };
