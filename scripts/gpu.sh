@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here what the GPU machine runs, into .gpu/ (git-ignored): the CUDA test binary, the
-# core's unit tests, and an abi3 wheel of the Python package. Then, in ONE device call (the
-# `device` tool of this workplace, or any machine with an NVIDIA GPU and CUDA 13):
+# backend conformance suite, the core's unit tests, and an abi3 wheel of the Python package.
+# Then, in ONE device call (the `device` tool of this workplace, or any machine with an NVIDIA
+# GPU and CUDA 13):
 #
 #     bash scripts/gpu_run.sh          # from the repository root, with .gpu/ beside it
 #
@@ -18,8 +19,8 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         name = m["target"]["name"]
-        if name in ("cuda", "nbxtensor") and m["target"]["kind"] in (["test"], ["lib"]):
-            print(("cuda" if name == "cuda" else "core_lib") + " " + m["executable"])
+        if name in ("cuda", "conformance", "nbxtensor") and m["target"]["kind"] in (["test"], ["lib"]):
+            print(("core_lib" if name == "nbxtensor" else name) + " " + m["executable"])
 ')"
 while read -r name path; do
     cp "$path" ".gpu/$name"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine what scripts/gpu.sh built: the CUDA tests (plain, then under
-# compute-sanitizer memcheck and racecheck), the Python GPU tests, and the CUDA benchmark.
+# compute-sanitizer memcheck and racecheck), the conformance suite on the CPU and CUDA, the
+# Python GPU tests, and the CUDA benchmark.
 # Logs go to $OUT (when set) or .gpu/logs; a summary table is printed last.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +23,7 @@ step() { # name, command...
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 step core-unit-tests .gpu/core_lib --test-threads=4
 step cuda-tests .gpu/cuda --test-threads=1
+step conformance .gpu/conformance --test-threads=1
 step cuda-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/cuda --test-threads=1
 step cuda-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 .gpu/cuda --test-threads=1 unary rows softmax attention
 python3 -m pip install -q --no-deps --no-index --target /tmp/site .gpu/*.whl

@@ -114,9 +114,9 @@ def test_a_gpu_program_is_priced_on_its_device_file_and_named_in_its_repr():
         "Program(launches=2, device='cuda:0', inputs=[float32[3, 4]], outputs=[float32[3, 4]], flops="
         f"{p.flops()}, bytes_moved={p.bytes_moved()})"
     )
-    with pytest.raises(ValueError, match=r"a program on cuda:0 is priced on its device file"):
-        p.price()
-    # the CUDA kernels declare the CPU kernels' costs: the same price on the same file
+    # without a file named, the device's own file (an H200 here) prices it
+    assert p.price().seconds == p.price("nvidia/h200").seconds
+    # the cost declarations live above the backends: the same price on the same file
     on_gpu, on_host = p.price("nvidia/h200"), program.trace(model, host).price("nvidia/h200")
     assert (on_gpu.seconds, on_gpu.flops, on_gpu.bytes) == (on_host.seconds, on_host.flops, on_host.bytes)
     executable = p.executable()

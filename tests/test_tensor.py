@@ -122,3 +122,17 @@ def test_a_tensor_over_the_memory_limit_is_refused_and_the_process_goes_on():
         assert small.is_contiguous()
     finally:
         memory.set_limit(None)
+
+
+def test_str_prints_the_values_as_numpy_lays_them_out():
+    t = nbx.asarray(np.array([[1.5, -2.0], [3.25, 4.0]], np.float32))
+    assert str(t) == "Tensor([[ 1.5 , -2.  ],\n        [ 3.25,  4.  ]], dtype=float32)"
+    # numpy's own layout of the same values, its separators aside
+    assert str(t)[len("Tensor(") : -len(", dtype=float32)")].replace(",", "") == np.array2string(
+        np.array([[1.5, -2.0], [3.25, 4.0]], np.float32), separator=" "
+    ).replace("\n ", "\n        ")
+    assert str(nbx.asarray(np.arange(2000, dtype=np.int32))) == (
+        "Tensor([   0,    1,    2, ..., 1997, 1998, 1999], dtype=int32)"
+    )
+    assert str(nbx.asarray(np.array([True, False]))) == "Tensor([ True, False], dtype=bool)"
+    assert repr(t).startswith("Tensor(dtype=float32, shape=[2, 2]")

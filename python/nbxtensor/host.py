@@ -8,7 +8,7 @@ restores it):
 - ``set_attention_operands({"probabilities": "input"})``: round attention's softmax
   probabilities to the inputs' dtype before they weigh the values, as fused attention
   kernels do (default ``"float32"``);
-- ``set_build_cache(path)``: where compiled GPU kernels are cached (default ``cuda/`` in the
+- ``set_build_cache(path)``: where compiled GPU kernels are cached (default ``kernels/`` in the
   proven-settings store, ``nbxtensor.ops.autotune_settings``).
 
 Everything else an application once passed in (device facts, tiling, the memory limit) the

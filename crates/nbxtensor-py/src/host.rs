@@ -97,7 +97,7 @@ fn attention_operands(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(dict)
 }
 
-/// Sets where compiled GPU kernels are cached: a path, or `None` for `cuda/` in the
+/// Sets where compiled GPU kernels are cached: a path, or `None` for `kernels/` in the
 /// proven-settings store.
 #[pyfunction]
 fn set_build_cache(path: Option<PathBuf>) {

@@ -3,7 +3,7 @@
 
 use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
-use nbxtensor::backend::{self, Peaks};
+use nbxtensor::backend::Peaks;
 use nbxtensor::program::{
     self, Executable as CoreExecutable, Program as CoreProgram, ProgramError, Replay as CoreReplay,
 };
@@ -138,8 +138,9 @@ fn meta(dtype: nbxtensor::DType, shape: &[i64]) -> String {
     format!("{}[{}]", dtype.name(), dims.join(", "))
 }
 
-/// The peak rates `Program.price` uses: a device file `"vendor/name"`, else the host CPU's,
-/// measured (a program on a GPU must name its device file).
+/// The peak rates `Program.price` uses: a device file `"vendor/name"`, else those of the
+/// program's device as its backend gives them (the host CPU measures its own; a GPU reads the
+/// device file of the model found there).
 fn peaks(py: Python<'_>, program: &CoreProgram, device_file: Option<&str>) -> PyResult<Peaks> {
     match device_file {
         Some(spelling) => {
@@ -150,11 +151,10 @@ fn peaks(py: Python<'_>, program: &CoreProgram, device_file: Option<&str>) -> Py
             })?;
             Peaks::of_device(vendor, name).map_err(to_py)
         }
-        None if program.device != nbxtensor::memory::Device::CPU => Err(PyValueError::new_err(format!(
-            "price: a program on {} is priced on its device file (price(device_file='nvidia/h200')): the measured rates are the host CPU's",
-            program.device
-        ))),
-        None => py.detach(|| backend::of(nbxtensor::memory::Device::CPU).peaks()).map_err(to_py),
+        None => {
+            let device = program.device;
+            py.detach(move || nbxtensor::backend::of(device).peaks()).map_err(to_py)
+        }
     }
 }
 

@@ -468,6 +468,13 @@ impl Tensor {
         }
     }
 
+    /// The values as numpy prints an array (a summary past 1000 elements), then the dtype and,
+    /// off the host, the device; a GPU tensor's values are copied to the host to be shown.
+    fn __str__(&self, py: Python<'_>) -> String {
+        let inner = self.inner.clone();
+        py.detach(move || inner.to_string())
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Tensor(dtype={}, shape={:?}, strides={:?}, offset={}, device={})",

@@ -9,7 +9,7 @@
 //! - the operand decision of attention: the softmax probabilities multiplied by the values in
 //!   float32 (the default), or rounded to the inputs' dtype first, as FlashAttention and cuDNN
 //!   do ([`set_attention_operands`]);
-//! - where backend builds live: the compiled GPU kernels' cache, by default `cuda/` in the
+//! - where backend builds live: the compiled GPU kernels' cache, by default `kernels/` in the
 //!   proven-settings store ([`set_build_cache`]).
 //!
 //! Each is read when it is used (a decision when a launch runs or a product is prepared), and
@@ -59,7 +59,7 @@ pub enum AttentionOperands {
 /// Where compiled GPU kernels are cached.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum BuildCache {
-    /// `cuda/` in the proven-settings store (`autotune_store`).
+    /// `kernels/` in the proven-settings store (`autotune_store`).
     #[default]
     InStore,
     /// This directory.
@@ -154,7 +154,7 @@ pub fn set_build_cache(cache: BuildCache) {
     write(|s| s.cache = cache);
 }
 
-/// Where compiled GPU kernels are cached now (not created): the set directory, or `cuda/`
+/// Where compiled GPU kernels are cached now (not created): the set directory, or `kernels/`
 /// in the proven-settings store.
 ///
 /// ```
@@ -162,12 +162,12 @@ pub fn set_build_cache(cache: BuildCache) {
 /// set_build_cache(BuildCache::Path("/tmp/nbx-kernels".into()));
 /// assert_eq!(build_cache()?, std::path::PathBuf::from("/tmp/nbx-kernels"));
 /// set_build_cache(BuildCache::InStore);
-/// assert!(build_cache()?.ends_with("certified/cuda"));
+/// assert!(build_cache()?.ends_with("certified/kernels"));
 /// # Ok::<(), nbxtensor::settings::SettingsError>(())
 /// ```
 pub fn build_cache() -> Result<PathBuf, SettingsError> {
     match read(|s| s.cache.clone()) {
-        BuildCache::InStore => Ok(autotune_store::directory()?.join("cuda")),
+        BuildCache::InStore => Ok(autotune_store::directory()?.join("kernels")),
         BuildCache::Path(path) => Ok(path),
     }
 }

