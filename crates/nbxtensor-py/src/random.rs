@@ -6,6 +6,7 @@ use crate::errors::{guard, to_py};
 use crate::shape::{dims_of, int_of};
 use nbxtensor::memory::{host_allocator, HostCharge};
 use nbxtensor::random::{self, FloatDraw, Generator as CoreGenerator};
+use nbxtensor::settings::memory_limit::check_host_bytes;
 use nbxtensor::DType;
 use numpy::ndarray::{ArrayViewMut, IxDyn};
 use numpy::PyArrayDyn;
@@ -53,10 +54,14 @@ fn array<'py, T: Send + Sync + 'static, U: numpy::Element>(
 }
 
 /// Counts the bytes of a draw of `n` elements of `dtype` against the host's limit while it is
-/// made (half formats are drawn in float32 first: 6 bytes an element at the peak).
+/// made (half formats are drawn in float32 first: 6 bytes an element at the peak). A draw
+/// that alone passes the limit is refused as the core refuses it (naming the bytes asked and
+/// whose limit: the one set or the host's memory); one that passes it with what is already
+/// held is refused by the host allocator's count.
 fn charge_draw(n: usize, element_bytes: usize, peak_bytes: usize) -> PyResult<(HostCharge, HostCharge)> {
     let host = host_allocator();
     let bytes = |per: usize| (n as u64).saturating_mul(per as u64);
+    check_host_bytes(bytes(peak_bytes), "a random draw").map_err(to_py)?;
     let peak = host.charge(bytes(peak_bytes.saturating_sub(element_bytes))).map_err(to_py)?;
     let kept = host.charge(bytes(element_bytes)).map_err(to_py)?;
     Ok((kept, peak))

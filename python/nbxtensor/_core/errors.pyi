@@ -3,4 +3,4 @@ class InternalError(RuntimeError):
 
 def _panic_for_test(message: str) -> None: ...
 
-__all__ = ["InternalError"]
+__all__ = ["InternalError", "_panic_for_test"]
