@@ -258,11 +258,11 @@ impl Tensor {
         Ok(one(apply("clip", &[self], |dtype| Unary::clip(dtype, min, max))?))
     }
 
-    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted.
+    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted; a
+    /// condition of another dtype is refused by name (it is not read as bool).
     pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
         let operands = promote("where", &[a.into(), b.into()])?;
-        let cond = cast_to(self, DType::Bool)?;
-        Ok(one(run(Arc::new(Where), &[&cond, &operands[0], &operands[1]])?))
+        Ok(one(run(Arc::new(Where), &[self, &operands[0], &operands[1]])?))
     }
 
     /// The tensor with `value` where the bool `mask` is true (broadcast); the value is fitted
