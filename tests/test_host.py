@@ -24,7 +24,7 @@ def test_device_description_is_read_back_and_refused_by_name():
     assert host.device_description() == "nvidia/a100"
     with pytest.raises(ValueError, match="'h200' is not 'vendor/name'"):
         host.set_device_description("h200")
-    with pytest.raises(ValueError, match="nvidia/no-such-gpu"):
+    with pytest.raises(ValueError, match="unknown device 'no-such-gpu' of vendor 'nvidia'"):
         host.set_device_description("nvidia/no-such-gpu")
     assert host.device_description() == "nvidia/a100", "a refused setting leaves the last one in force"
     host.set_device_description(None)

@@ -112,21 +112,20 @@ def defined_on(op, dtype):
     """Whether the Array API defines the exact unary `op` on `dtype`."""
     if op == "signbit":
         return dtype in FLOATS
-    return dtype != "bool" or op in ("isnan", "isinf", "isfinite")
+    return dtype != "bool"  # bool is not numeric
 
 
 @pytest.mark.parametrize(
     ("op", "dtype"),
-    [(op, d) for op in sorted(UNARY_EXACT) for d in FLOATS + INTS + ["bool"] if defined_on(op, d)],
+    [(op, d) for op in sorted(UNARY_EXACT) for d in FLOATS + INTS if defined_on(op, d)],
 )
 def test_exact_unary_functions_match_numpy(op, dtype):
     if dtype in FLOATS:
         x = np.concatenate([RNG.uniform(-100, 100, 300), SPECIAL]).astype(dtype)
-    elif dtype == "bool":
-        x = np.array([True, False, True])
     else:
         info = np.iinfo(dtype)
-        x = np.concatenate([RNG.integers(max(info.min, -1000), min(info.max, 1000), 200), [info.min, info.max, 0]]).astype(dtype)
+        drawn = RNG.integers(max(info.min, -1000), min(info.max, 1000), 200).astype(dtype)
+        x = np.concatenate([drawn, np.array([info.min, info.max, 0], dtype=dtype)])
     with np.errstate(all="ignore"):
         want = UNARY_EXACT[op](x)
     got = values(getattr(ops, op)(nbx.asarray(x)))
@@ -136,9 +135,15 @@ def test_exact_unary_functions_match_numpy(op, dtype):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
-def test_float_only_functions_refuse_bool_by_name():
-    with pytest.raises(ValueError, match="floor"):
-        ops.floor(nbx.asarray(np.array([True])))
+@pytest.mark.parametrize("op", sorted(set(UNARY_EXACT) - {"signbit"}))
+def test_bool_is_not_numeric_and_is_refused_by_name(op):
+    with pytest.raises(ValueError, match=f"{op} is not defined on bool"):
+        getattr(ops, op)(nbx.asarray(np.array([True, False])))
+
+
+def test_signbit_reads_integers_and_bool_as_float32_as_every_float_op_does():
+    for x in (np.array([-3, 0, 5], np.int16), np.array([True, False])):
+        np.testing.assert_array_equal(values(ops.signbit(nbx.asarray(x))), np.signbit(x.astype(np.float32)))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
