@@ -83,7 +83,8 @@ fn view(f: &mut Fields<'_>, t: Tensor) -> Tensor {
         }
         3 => {
             let mut order: Vec<i64> = (0..t.ndim() as i64).collect();
-            order.rotate_left(if order.is_empty() { 0 } else { f.u8() as usize % order.len() });
+            let by = if order.is_empty() { 0 } else { f.u8() as usize % order.len() };
+            order.rotate_left(by);
             t.permute(&order)
         }
         4 => t.transpose(f.value(), f.value()),
@@ -152,7 +153,7 @@ fuzz_target!(|input: &[u8]| {
             assert!(out.is_contiguous(), "{op}: an output is not contiguous");
         }
         // the outputs are the declared ones
-        let kernel = cpu().table().kernel(op, inputs[0].dtype(), &attrs).unwrap();
+        let kernel = cpu().launches().bind(op, inputs[0].dtype(), &attrs).unwrap();
         let declared = kernel.declare(&metas).unwrap().outputs;
         assert_eq!(declared.len(), outputs.len());
         for (meta, out) in declared.iter().zip(&outputs) {
