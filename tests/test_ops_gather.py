@@ -38,7 +38,7 @@ def test_out_of_range_indices_are_refused_before_writing():
         ops.embedding(nbx.asarray(np.array([0, 4], np.int32)), table)
     with pytest.raises(ValueError, match="index -1"):
         ops.index_select(table, nbx.asarray(np.array([-1], np.int64)), 0)
-    with pytest.raises(ValueError, match=r"embedding is not defined on float32 \(it takes int32, int64\)"):
+    with pytest.raises(ValueError, match="embedding is not defined on float32 \\(it takes int32, int64\\)"):
         ops.embedding(nbx.asarray(np.array([0.0], np.float32)), table)
 
 

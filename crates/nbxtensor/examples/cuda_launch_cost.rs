@@ -99,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let eager_run = || drop(chain(&[x.clone()]).unwrap());
     let y = Tensor::zeros_on(device, DType::Float32, &[16])?;
     let unary = sources().into_iter().find(|s| s.name == "unary.cu").expect("the unary source");
-    let neg = function(device, unary, format_args!("unary_neg_f32"))?;
+    let neg = function(device, unary, format_args!("unary_neg_fp32"))?;
     let mut args = Args::new();
     args.ptr(device_ptr(&x)).ptr(device_ptr(&y)).i64(16);
     let args = std::cell::RefCell::new(args);

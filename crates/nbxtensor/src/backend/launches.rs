@@ -5,6 +5,7 @@
 use crate::dtype::DType;
 use crate::kernel::{Cost, Kernel, KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::{self, Spec};
+use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -16,6 +17,9 @@ type LaunchFn = Box<dyn Fn(&dyn Spec, Launch<'_>) -> Result<()> + Send + Sync>;
 /// spec's own declaration).
 type WorkspaceFn = Box<dyn Fn(&dyn Spec, &[TensorMeta]) -> Result<u64> + Send + Sync>;
 
+/// The first input a backend's launch of a bound spec cannot read in its layout.
+type LayoutFn = Box<dyn Fn(&dyn Spec, &[&Tensor]) -> Option<usize> + Send + Sync>;
+
 /// A backend's launch of the specs of one family: a function (or a closure that wraps one).
 pub trait Launcher<S>: Fn(&S, Launch<'_>) -> Result<()> + Clone + Send + Sync + 'static {}
 
@@ -25,6 +29,7 @@ impl<S, F: Fn(&S, Launch<'_>) -> Result<()> + Clone + Send + Sync + 'static> Lau
 pub struct Entry {
     launch: LaunchFn,
     workspace: Option<WorkspaceFn>,
+    layout: Option<LayoutFn>,
 }
 
 /// Which launch serves each (op, dtype) of one backend.
@@ -48,7 +53,7 @@ impl LaunchTable {
     /// Registering an op the catalogue lacks, a dtype the op is not defined on, or an entry
     /// twice is a programming error the tests catch.
     pub fn register<S: Spec>(&mut self, op: &'static str, dtypes: &[DType], launch: impl Launcher<S>) {
-        self.insert(op, dtypes, || Entry { launch: Self::typed(launch.clone()), workspace: None });
+        self.insert(op, dtypes, || Entry { launch: Self::typed(launch.clone()), workspace: None, layout: None });
     }
 
     /// As [`LaunchTable::register`], with the backend's own workspace for the op.
@@ -64,7 +69,28 @@ impl LaunchTable {
             workspace: Some(Box::new(move |spec: &dyn Spec, inputs: &[TensorMeta]| {
                 workspace(spec.downcast::<S>()?, inputs)
             })),
+            layout: None,
         });
+    }
+
+    /// Says which inputs the launches of `op` (already registered on `dtypes`) cannot read in
+    /// their layout: `unreadable` gives the first such input, and the op call copies it to a
+    /// contiguous tensor first ([`Kernel::unreadable`]).
+    pub fn reads_only<S: Spec>(
+        &mut self,
+        op: &'static str,
+        dtypes: &[DType],
+        unreadable: fn(&S, &[&Tensor]) -> Option<usize>,
+    ) {
+        for dtype in dtypes {
+            let entry = self
+                .entries
+                .get_mut(&(op, *dtype))
+                .unwrap_or_else(|| panic!("{}: ({op}, {dtype}) is not registered", self.backend));
+            entry.layout = Some(Box::new(move |spec: &dyn Spec, inputs: &[&Tensor]| {
+                spec.downcast::<S>().ok().and_then(|s| unreadable(s, inputs))
+            }));
+        }
     }
 
     fn typed<S: Spec>(launch: impl Launcher<S>) -> LaunchFn {
@@ -153,5 +179,10 @@ impl Kernel for BackendKernel {
 
     fn spec(&self) -> Option<&dyn Spec> {
         Some(&*self.spec)
+    }
+
+    fn unreadable(&self, inputs: &[&Tensor]) -> Option<usize> {
+        let layout = self.entry.layout.as_ref()?;
+        layout(&*self.spec, inputs).filter(|&i| inputs.get(i).is_some_and(|t| !t.is_contiguous()))
     }
 }

@@ -122,4 +122,12 @@ pub trait Kernel: Send + Sync {
     fn spec(&self) -> Option<&dyn crate::ops::spec::Spec> {
         None
     }
+
+    /// The first input this launch cannot read in the layout given (a backend that reads only
+    /// some strides says which), or `None`. An op call passes a contiguous copy of it instead
+    /// (a `copy` launch, recorded in a trace like any other); a contiguous input is always
+    /// read.
+    fn unreadable(&self, _inputs: &[&crate::tensor::Tensor]) -> Option<usize> {
+        None
+    }
 }

@@ -261,6 +261,12 @@ impl Tensor {
     /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted; a
     /// condition of another dtype is refused by name (it is not read as bool).
     pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        if self.dtype() != DType::Bool {
+            return Err(KernelError::Invalid(format!(
+                "where: the condition is {}, not bool: compare it first (e.g. `x != 0`)",
+                self.dtype()
+            )));
+        }
         let operands = promote("where", &[a.into(), b.into()])?;
         Ok(one(run(Arc::new(Where), &[self, &operands[0], &operands[1]])?))
     }

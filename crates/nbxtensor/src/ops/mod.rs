@@ -179,8 +179,16 @@ fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<
 }
 
 /// Launches a kernel object on `inputs` (declared, allocated, run — or recorded, when a
-/// trace or a dry run is on): the path every op call takes, open to kernels of one's own.
+/// trace or a dry run is on): the path every op call takes, open to kernels of one's own. An
+/// input the backend cannot read in its layout ([`Kernel::unreadable`]) is copied first.
 pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    if let Some(index) = kernel.unreadable(inputs) {
+        // the backend cannot read this layout: a contiguous copy, launched (and traced) first
+        let copied = call_exact("copy", &Attrs::new(), &[inputs[index]])?.remove(0);
+        let mut readable = inputs.to_vec();
+        readable[index] = &copied;
+        return call_kernel(kernel, &readable);
+    }
     let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
     let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let cost = kernel.declare(&metas)?;

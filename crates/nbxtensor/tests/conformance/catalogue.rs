@@ -49,6 +49,8 @@ pub fn every_entry_has_a_check(target: &Target) {
 fn attrs_for(def: &spec::OpDef, dtype: DType) -> Attrs {
     def.attrs.iter().filter(|a| a.default.is_none()).fold(Attrs::new(), |attrs, a| {
         let value = match a.name {
+            // a complex cast stays complex (complex to real is refused by the spec itself)
+            "dtype" if crate::reference::is_complex(dtype) => AttrValue::DType(dtype),
             "dtype" => AttrValue::DType(DType::Float32),
             "value" if dtype == DType::Bool => AttrValue::Bool(false),
             _ => AttrValue::Int(0),

@@ -7,12 +7,17 @@
 //! operand is read in place through its strides when one of its two matrix dims has unit
 //! stride (a transposed view is a transposed operand), and its batch dims collapse to one
 //! stride (a broadcast operand has stride 0); otherwise the product runs once per batch
-//! matrix. An operand with no unit-stride matrix dim is refused: make it contiguous first.
+//! matrix. An operand with no unit-stride matrix dim whose other stride spans it (a view stepping
+//! over columns, rows broadcast with stride 0), or a strided bias, is declared unreadable: the op
+//! call copies it to a contiguous tensor first.
 //!
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
 //! kernel's widening buffer.
 
-use super::launch::device_context;
+use super::addressing::storage_ptr;
+use super::copy::copy_elements;
+use super::indexer::{Indexer, Operand};
+use super::launch::{device_context, device_ptr};
 use super::memory::{preload, CudaLibrary};
 use super::register_with_workspace;
 use crate::backend::LaunchTable;
@@ -136,19 +141,22 @@ struct Stored {
 }
 
 /// How cuBLASLt reads `x`, the row-major `r × c` factor whose column-major transpose
-/// (`c × r`) enters the product; refused without a unit-stride dim.
+/// (`c × r`) enters the product; refused without a unit-stride dim whose other stride spans
+/// it.
 fn stored(op: &str, which: &str, x: &Matrix) -> Result<Stored> {
     let (r, c) = (x.rows, x.cols);
-    if x.col_stride == 1 || c <= 1 {
+    // cuBLASLt's leading dim spans a whole row (or column): rows that overlap (a stride-0
+    // broadcast) are not such a layout, and are copied first
+    if (x.col_stride == 1 || c <= 1) && (r <= 1 || x.row_stride >= c) {
         // row-major with leading dim row_stride: column-major c × r, as is
         return Ok(Stored { transposed: false, rows: c, cols: r, ld: x.row_stride.max(c).max(1) });
     }
-    if x.row_stride == 1 || r <= 1 {
+    if (x.row_stride == 1 || r <= 1) && (c <= 1 || x.col_stride >= r) {
         // column-major r × c with leading dim col_stride: transposed
         return Ok(Stored { transposed: true, rows: r, cols: c, ld: x.col_stride.max(r).max(1) });
     }
     Err(KernelError::Invalid(format!(
-        "{op} on cuda: operand {which} has no unit-stride matrix dim (strides {} and {}); make it contiguous first",
+        "{op} on cuda: operand {which} ({r} × {c}, strides {} and {}) is not a matrix cuBLASLt reads; make it contiguous first",
         x.row_stride, x.col_stride
     )))
 }
@@ -321,8 +329,12 @@ fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
     let device = y.device();
     let bias = launch.inputs.get(2);
     if k == 0 {
-        if bias.is_some() {
-            return Err(KernelError::Invalid(format!("{op} on cuda: an empty contraction (k = 0) with a bias")));
+        let itemsize = y.dtype().itemsize().map_err(crate::tensor::TensorError::from)? as i64;
+        if let Some(bias) = bias {
+            // an empty sum plus the bias: the bias broadcast over the rows
+            let operands = [Operand::broadcast(op, bias, y.shape())?, Operand::contiguous(op, y.shape(), 0)?];
+            let ix = Indexer::new(op, y.shape(), &operands)?;
+            return copy_elements(op, device, &ix, storage_ptr(bias), device_ptr(y), y.numel(), itemsize);
         }
         let bytes = y.numel() as usize * y.dtype().itemsize().map_err(crate::tensor::TensorError::from)?;
         let allocator = super::memory::cuda_allocator(device.index).map_err(crate::tensor::TensorError::from)?;
@@ -425,9 +437,24 @@ fn workspace(_: &Product, _: &[TensorMeta]) -> Result<u64> {
     Ok(WORKSPACE_BYTES)
 }
 
+/// The first operand cuBLASLt cannot read in place: a factor that is not such a matrix ([`stored`]),
+/// or a bias that is not contiguous (the op call copies it first).
+fn unreadable(spec: &Product, inputs: &[&Tensor]) -> Option<usize> {
+    let factor = |i: usize, left: bool, transposed: bool| {
+        let t = inputs.get(i)?;
+        let which = if left { "a" } else { "b" };
+        (t.ndim() > 0 && stored(spec.op, which, &matrix(t, left, transposed)).is_err()).then_some(i)
+    };
+    factor(0, true, spec.transpose_a).or_else(|| factor(1, false, spec.transpose_b)).or_else(|| {
+        let bias = inputs.get(2)?;
+        (bias.strides() != [1] && bias.numel() > 1).then_some(2)
+    })
+}
+
 /// Registers matmul and linear on float32, float16 and bfloat16.
 pub fn register_all(table: &mut LaunchTable) {
     for op in ["matmul", "linear"] {
         register_with_workspace(table, op, &crate::ops::spec::FLOATS, run, workspace);
+        table.reads_only(op, &crate::ops::spec::FLOATS, unreadable);
     }
 }

@@ -9,7 +9,7 @@
 use super::addressing::{storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, Args, KernelSource};
 use crate::backend::LaunchTable;
 use crate::dtype::policy::FillValue;
 use crate::dtype::DType;
@@ -99,9 +99,10 @@ fn run_masked_fill(spec: &MaskedFill, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers `where` (on its bool condition) and `masked_fill` (its dtypes but float64).
+/// Registers `where` (on its bool condition) and `masked_fill` on every dtype its spec takes
+/// (a fill writes bit patterns: float64 included).
 pub fn register_all(table: &mut LaunchTable) {
     register(table, "where", &[DType::Bool], run_where);
     let dtypes = crate::ops::spec::op("masked_fill").map(|d| d.dtypes()).unwrap_or_default();
-    register(table, "masked_fill", &served(&dtypes), run_masked_fill);
+    register(table, "masked_fill", &dtypes, run_masked_fill);
 }
