@@ -147,9 +147,10 @@ fuzz_target!(|input: &[u8]| {
             // a capsule known to be valid must be accepted
             if let (true, Some(dims), Some(itemsize), false) = (known, dims, itemsize, data.is_null()) {
                 if !with_strides && dims.iter().all(|&d| (0..=8).contains(&d)) {
-                    let numel: i64 = dims.iter().product();
-                    let end = start as u64 + byte_offset + numel as u64 * itemsize as u64;
-                    if end <= BUFFER as u64 {
+                    // in u128: 64 dims of up to 8 overflow 64 bits, as does a wild byte offset
+                    let numel: u128 = dims.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128)).min(1 << 64);
+                    let end = start as u128 + u128::from(byte_offset) + numel * itemsize as u128;
+                    if end <= BUFFER as u128 {
                         panic!("a valid contiguous capsule was refused: {:?}", imported.err());
                     }
                 }
