@@ -1,8 +1,10 @@
-//! Op calls built from bytes: a random op of the CPU backend, random attributes (the names
-//! ops take, and others, of every kind of value), one to four inputs of random dtypes, shapes
-//! and contents, each seen through a chain of random views (narrow, expand to huge broadcasts,
-//! permute, transpose, select, reshape, unsqueeze, squeeze, a dtype view). Run under a memory
-//! limit of 64 MiB, so an output or a gather the limit refuses is refused, not made.
+//! Op calls built from bytes: a random op of the catalogue (`ops::spec::catalogue`: every op
+//! the library defines), random attributes (mostly the op's own, sometimes another op's or an
+//! unknown name, of every kind of value), one to four inputs of random dtypes (the whole
+//! table), shapes and contents, each seen through a chain of random views (narrow, expand to
+//! huge broadcasts, permute, transpose, select, reshape, unsqueeze, squeeze, a dtype view).
+//! Run under a memory limit of 64 MiB, so an output or a gather the limit refuses is refused,
+//! not made.
 //!
 //! The target fails on any panic of the library, and on an accepted call whose outputs break
 //! the layout invariant (contiguous, inside their storage, byte counts exact) or differ from
@@ -12,21 +14,12 @@
 use libfuzzer_sys::fuzz_target;
 use nbxtensor::backend::{cpu::cpu, Backend};
 use nbxtensor::kernel::{AttrValue, Attrs};
+use nbxtensor::ops::spec::catalogue;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::{ops, DType};
 
-const OPS: [&str; 47] = [
-    "abs", "add", "argmax", "cast", "concat", "copy", "div", "embedding", "eq", "exp", "ge", "gelu", "gelu_tanh", "gt",
-    "index_select", "layer_norm", "le", "linear", "log", "log_softmax", "lt", "masked_fill", "matmul", "matmul_int4",
-    "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg", "pack_int4", "pow", "relu", "rms_norm", "rope",
-    "rsqrt", "sdpa", "sigmoid", "silu", "softmax", "sqrt", "sub", "sum", "tanh", "where",
-];
-const ATTRS: [&str; 12] =
-    ["axes", "axis", "causal", "dtype", "eps", "interleaved", "keepdim", "scale", "transpose_a", "transpose_b", "value", "other"];
-const DTYPES: [DType; 12] = [
-    DType::Float32, DType::Float16, DType::Bfloat16, DType::Float64, DType::Int8, DType::Int32, DType::Int64,
-    DType::Uint8, DType::Uint16, DType::Bool, DType::Complex64, DType::Float8E4m3fn,
-];
+/// Attribute names besides the ops' own: an unknown one, and a misspelling.
+const OTHER_ATTRS: [&str; 2] = ["other", "axiss"];
 
 /// Reads fields off the input, zeros once it runs out.
 struct Fields<'a>(&'a [u8]);
@@ -53,7 +46,7 @@ impl Fields<'_> {
         }
     }
     fn dtype(&mut self) -> DType {
-        DTYPES[self.u8() as usize % DTYPES.len()]
+        DType::ALL[self.u8() as usize % DType::ALL.len()]
     }
 }
 
@@ -126,10 +119,25 @@ fuzz_target!(|input: &[u8]| {
     static LIMIT: std::sync::Once = std::sync::Once::new();
     LIMIT.call_once(|| nbxtensor::settings::memory_limit::set_limit(Some(64 << 20)).unwrap());
     let mut f = Fields(input);
-    let op = OPS[f.u8() as usize % OPS.len()];
+    let ops_defined = catalogue();
+    let def = &ops_defined[f.u8() as usize % ops_defined.len()];
+    let op = def.name;
     let mut attrs = Attrs::new();
     for _ in 0..f.u8() % 3 {
-        let name = ATTRS[f.u8() as usize % ATTRS.len()];
+        let name = match f.u8() % 8 {
+            0 => OTHER_ATTRS[f.u8() as usize % OTHER_ATTRS.len()],
+            1 => {
+                let another = &ops_defined[f.u8() as usize % ops_defined.len()];
+                match another.attrs {
+                    [] => OTHER_ATTRS[0],
+                    own => own[f.u8() as usize % own.len()].name,
+                }
+            }
+            _ => match def.attrs {
+                [] => OTHER_ATTRS[0],
+                own => own[f.u8() as usize % own.len()].name,
+            },
+        };
         attrs = attrs.with(name, attr(&mut f));
     }
     let mut inputs = Vec::new();
@@ -144,6 +152,13 @@ fuzz_target!(|input: &[u8]| {
     // their elements (work, not a fault); the target keeps products small
     if matches!(op, "matmul" | "linear" | "matmul_int4" | "sdpa") && inputs.iter().any(|t| t.numel() > 1 << 16) {
         return;
+    }
+    if std::env::var_os("NBX_FUZZ_PRINT").is_some() {
+        // the call an input makes (to write a crash up as a test)
+        eprintln!("op_call: {op} {attrs:?}");
+        for t in &inputs {
+            eprintln!("  {:?} shape {:?} strides {:?} offset {}", t.dtype(), t.shape(), t.strides(), t.offset());
+        }
     }
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let metas: Vec<_> = inputs.iter().map(|t| nbxtensor::kernel::TensorMeta::new(t.dtype(), t.shape())).collect();

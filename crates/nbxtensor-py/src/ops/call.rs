@@ -149,8 +149,7 @@ pub fn binary_of(py: Python<'_>, op: &str, a: &PyOperand, b: &PyOperand) -> PyRe
     let which = nbxtensor::ops::spec::binary::BinaryOp::from_name(op)
         .ok_or_else(|| PyValueError::new_err(format!("binary: '{op}' is not a binary op")))?;
     let on_gpu = a.on_gpu() || b.on_gpu();
-    computed(py, on_gpu, || nbxtensor::ops::binary(which, a.as_operand(), b.as_operand()))
-        .map(Tensor::wrap)
+    computed(py, on_gpu, || nbxtensor::ops::binary(which, a.as_operand(), b.as_operand())).map(Tensor::wrap)
 }
 
 /// A binary op by name on two operands (tensors or numbers), promoted as the Array API says

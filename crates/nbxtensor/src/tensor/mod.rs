@@ -165,9 +165,14 @@ impl Tensor {
         self.shape.len()
     }
 
-    /// The number of elements.
+    /// The number of elements (0 when a dim is 0, however large the others: the layout's
+    /// check bounds the count of a shape without a 0, not the product of the other dims).
     pub fn numel(&self) -> i64 {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            0
+        } else {
+            self.shape.iter().product()
+        }
     }
 
     /// Where the storage lives.
