@@ -81,7 +81,8 @@ impl Output {
             _ => PathBuf::from("."),
         };
         if !directory.is_dir() {
-            return Err(format!("the output's directory {} does not exist", directory.display()));
+            let why = if directory.exists() { "is not a directory" } else { "does not exist" };
+            return Err(format!("the output's directory {} {why}", directory.display()));
         }
         let temporary = directory.join(format!(".{}.nbx-{}.tmp", name.to_string_lossy(), std::process::id()));
         let file = File::create(&temporary).map_err(|e| {
@@ -139,6 +140,10 @@ mod tests {
             .map(drop)
             .unwrap_err()
             .contains("does not exist"));
+        assert!(Output::prepare(&input.join("out.json"), &input)
+            .map(drop)
+            .unwrap_err()
+            .contains("in.json is not a directory"));
         let pending = Output::prepare(&output, &input).unwrap();
         assert_eq!(std::fs::read_to_string(&output).unwrap(), "previous", "nothing is written before the end");
         drop(pending);
