@@ -14,7 +14,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use nbxtensor::tensor::dlpack::{
-    import_versioned, DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor, DLPackVersion, KDL_CPU,
+    import_versioned, DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, KDL_CPU,
 };
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -128,16 +128,25 @@ fuzz_target!(|input: &[u8]| {
                 let (mut low, mut high) = (first, first);
                 for (&size, &stride) in dims.iter().zip(strides) {
                     let reach = i128::from(size - 1) * i128::from(stride) * itemsize;
-                    if reach < 0 { low += reach } else { high += reach }
+                    if reach < 0 {
+                        low += reach
+                    } else {
+                        high += reach
+                    }
                 }
-                assert!(low >= 0 && high + itemsize <= 1i128 << 57, "an import outside the address space was accepted: {low}..{high}");
+                assert!(
+                    low >= 0 && high + itemsize <= 1i128 << 57,
+                    "an import outside the address space was accepted: {low}..{high}"
+                );
                 assert_eq!(tensor.data_ptr() as usize as i128, first, "the first element moved");
                 let inside = buffer.as_ptr() as i128;
                 if low >= inside && high + itemsize <= inside + BUFFER as i128 && tensor.numel() <= 1 << 16 {
                     let bytes = tensor.to_bytes().expect("a small host copy");
                     // the last element, read by hand
                     let last: Vec<i64> = dims.iter().map(|&d| d - 1).collect();
-                    let at = first + last.iter().zip(strides).map(|(&i, &s)| i128::from(i) * i128::from(s)).sum::<i128>() * itemsize;
+                    let at = first
+                        + last.iter().zip(strides).map(|(&i, &s)| i128::from(i) * i128::from(s)).sum::<i128>()
+                            * itemsize;
                     let at = (at - inside) as usize;
                     assert_eq!(&bytes[bytes.len() - itemsize as usize..], &buffer[at..at + itemsize as usize]);
                 }
