@@ -88,6 +88,13 @@ fn main() {
     for entry in &entries {
         writeln!(code, "        DType::{},", variant_name(&entry.name)).unwrap();
     }
+    code.push_str("    ];\n\n");
+    code.push_str("    /// Each dtype's bytes per element (`None`: packed), in code order: the table's `width`,\n");
+    code.push_str("    /// kept beside the enum so that sizes need no lookup.\n");
+    writeln!(code, "    const WIDTHS: [Option<u32>; {}] = [", entries.len()).unwrap();
+    for entry in &entries {
+        writeln!(code, "        {:?},", entry.width).unwrap();
+    }
     code.push_str("    ];\n}\n");
     let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("dtype_enum.rs");
     std::fs::write(out, code).expect("OUT_DIR is writable");

@@ -165,8 +165,8 @@ fn unary(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>) -> PyResult<Tensor> {
     let which = nbxtensor::ops::spec::unary::UnaryOp::from_name(op)
         .ok_or_else(|| PyValueError::new_err(format!("unary: '{op}' is not a unary op")))?;
     let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
-    let x = x.inner.clone();
-    computed(py, on_gpu, || nbxtensor::ops::unary(which, &x)).map(Tensor::wrap)
+    let x = &x.inner;
+    computed(py, on_gpu, || nbxtensor::ops::unary(which, x)).map(Tensor::wrap)
 }
 
 /// `a` where `cond` is true, else `b` (a and b tensors or numbers, promoted).
@@ -175,7 +175,7 @@ fn unary(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>) -> PyResult<Tensor> {
 fn where_(py: Python<'_>, cond: PyRef<'_, Tensor>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let (a, b) = (operand("where", a)?, operand("where", b)?);
     let on_gpu = !nbxtensor::backend::of(cond.inner.device()).host_addressable();
-    let cond = cond.inner.clone();
+    let cond = &cond.inner;
     computed(py, on_gpu, || cond.if_else(a.as_operand(), b.as_operand())).map(Tensor::wrap)
 }
 
@@ -187,7 +187,7 @@ fn reduce(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axes: Option<Vec<i64>>
     let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
     let which = nbxtensor::ops::spec::reduce::ReduceOp::from_name(op)
         .ok_or_else(|| PyValueError::new_err(format!("reduce: '{op}' is not a reduction")))?;
-    let x = x.inner.clone();
+    let x = &x.inner;
     computed(py, on_gpu, || x.reduce(which, axes.as_deref(), keepdim)).map(Tensor::wrap)
 }
 

@@ -98,7 +98,7 @@ impl DType {
     /// # Ok::<(), nbxtensor::dtype::DTypeError>(())
     /// ```
     pub fn itemsize(self) -> Result<usize> {
-        self.entry().width.map(|w| w as usize).ok_or(DTypeError::Packed { dtype: self.name() })
+        DType::WIDTHS[self as usize].map(|w| w as usize).ok_or(DTypeError::Packed { dtype: self.name() })
     }
 
     /// Bits per element (a packed representation's code bits).

@@ -32,7 +32,7 @@ use crate::dtype::promotion::float_math_input;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
 use crate::tensor::Tensor;
-use std::sync::Arc;
+use std::borrow::Cow;
 
 fn one(mut outputs: Vec<Tensor>) -> Tensor {
     outputs.remove(0)
@@ -51,12 +51,12 @@ fn floats_only(dtypes: &[DType]) -> bool {
 
 /// `op` on `x`, dispatched as the typed API does.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let x = if floats_only(&op.dtypes()) {
-        float_input(op.name(), x)?
+    let x = if floats_only(op.dtypes()) && !x.dtype().is_float() {
+        Cow::Owned(float_input(op.name(), x)?)
     } else if matches!(op, UnaryOp::LogicalNot) && x.dtype() != DType::Bool {
-        cast_to(x, DType::Bool)?
+        Cow::Owned(cast_to(x, DType::Bool)?)
     } else {
-        x.clone()
+        Cow::Borrowed(x)
     };
     Ok(one(apply(op.name(), &[&x], |dtype| Unary::new(op, dtype))?))
 }
@@ -67,10 +67,10 @@ pub fn binary<'a>(op: BinaryOp, a: impl Into<Operand<'a>>, b: impl Into<Operand<
     let mut operands = promote(op.name(), &[a.into(), b.into()])?;
     let dtypes = op.dtypes();
     let dtype = operands[0].dtype();
-    if floats_only(&dtypes) && !dtype.is_float() {
-        operands = operands.iter().map(|t| float_input(op.name(), t)).collect::<Result<_>>()?;
+    if floats_only(dtypes) && !dtype.is_float() {
+        operands = operands.iter().map(|t| float_input(op.name(), t).map(Cow::Owned)).collect::<Result<_>>()?;
     } else if dtypes == [DType::Bool] && dtype != DType::Bool {
-        operands = operands.iter().map(|t| cast_to(t, DType::Bool)).collect::<Result<_>>()?;
+        operands = operands.iter().map(|t| cast_to(t, DType::Bool).map(Cow::Owned)).collect::<Result<_>>()?;
     }
     Ok(one(apply(op.name(), &[&operands[0], &operands[1]], |dtype| Binary::new(op, dtype))?))
 }
@@ -250,7 +250,7 @@ impl Tensor {
         if self.dtype() == dtype {
             return Ok(self.clone());
         }
-        Ok(one(run(Arc::new(Cast::new(self.dtype(), dtype)?), &[self])?))
+        Ok(one(run(Cast::new(self.dtype(), dtype)?, &[self])?))
     }
 
     /// The elements clamped to `[min, max]` (either bound optional); NaN stays NaN.
@@ -268,7 +268,7 @@ impl Tensor {
             )));
         }
         let operands = promote("where", &[a.into(), b.into()])?;
-        Ok(one(run(Arc::new(Where), &[self, &operands[0], &operands[1]])?))
+        Ok(one(run(Where, &[self, &operands[0], &operands[1]])?))
     }
 
     /// The tensor with `value` where the bool `mask` is true (broadcast); the value is fitted
@@ -387,7 +387,7 @@ impl Tensor {
     /// The weight `[N, K]` quantized into the int4-g128-asym layout: `(packed, scales, minima)`.
     pub fn pack_int4(&self) -> Result<(Tensor, Tensor, Tensor)> {
         let layout = Int4Layout::of_table("pack_int4")?;
-        let mut out = run(Arc::new(PackInt4 { dtype: self.dtype(), layout }), &[self])?.into_iter();
+        let mut out = run(PackInt4 { dtype: self.dtype(), layout }, &[self])?.into_iter();
         match (out.next(), out.next(), out.next()) {
             (Some(p), Some(s), Some(m)) => Ok((p, s, m)),
             _ => Err(KernelError::Invalid("pack_int4: gave fewer than three outputs".into())),
@@ -396,21 +396,21 @@ impl Tensor {
 
     /// The rows of `table [V, D]` at these indices (int32 or int64): `[*self.shape, D]`.
     pub fn embedding(&self, table: &Tensor) -> Result<Tensor> {
-        Ok(one(run(Arc::new(Embedding { dtype: self.dtype() }), &[self, table])?))
+        Ok(one(run(Embedding { dtype: self.dtype() }, &[self, table])?))
     }
 
     /// The entries at the 1-d `indices` along `axis`.
     pub fn index_select(&self, indices: &Tensor, axis: i64) -> Result<Tensor> {
-        Ok(one(run(Arc::new(IndexSelect { dtype: self.dtype(), axis }), &[self, indices])?))
+        Ok(one(run(IndexSelect { dtype: self.dtype(), axis }, &[self, indices])?))
     }
 
     /// `tensors` joined along `axis`, promoted to one dtype.
     pub fn concat(tensors: &[&Tensor], axis: i64) -> Result<Tensor> {
         let operands: Vec<Operand<'_>> = tensors.iter().map(|t| Operand::Tensor(t)).collect();
         let promoted = promote("concat", &operands)?;
-        let refs: Vec<&Tensor> = promoted.iter().collect();
+        let refs: Vec<&Tensor> = promoted.iter().map(|t| &**t).collect();
         let dtype = refs.first().map(|t| t.dtype()).unwrap_or(DType::Float32);
-        Ok(one(run(Arc::new(Concat { dtype, axis }), &refs)?))
+        Ok(one(run(Concat { dtype, axis }, &refs)?))
     }
 }
 

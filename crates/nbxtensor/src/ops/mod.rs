@@ -110,9 +110,17 @@ fn call_exact(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>
 
 /// Runs a bound spec on `inputs` (the typed API's path): the launch of the inputs' device's
 /// backend for the spec's op and dtype.
-pub fn run(spec: Arc<dyn Spec>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+pub fn run<S: Spec>(spec: S, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let device = device_of(spec.op(), inputs)?;
-    let kernel = backend::of(device).launches().kernel(spec)?;
+    let equal = |m: &Made| m.kernel.spec().is_some_and(|s| spec.same(s.as_any()));
+    let kernel = match recent_kernel(device, equal) {
+        Some(kernel) => kernel,
+        None => {
+            let kernel = backend::of(device).launches().kernel(Arc::new(spec))?;
+            keep_kernel(Made { device, named: None, kernel: Arc::clone(&kernel) });
+            kernel
+        }
+    };
     call_kernel(&kernel, inputs)
 }
 
@@ -125,11 +133,11 @@ fn apply<S: Spec>(
 ) -> Result<Vec<Tensor>, KernelError> {
     let first = inputs.first().ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
     match policy_in_force() {
-        None => run(Arc::new(build(first.dtype())?), inputs),
+        None => run(build(first.dtype())?, inputs),
         Some(policy) => {
             let cast = policy::cast_for(&policy, op, inputs)?;
             let refs: Vec<&Tensor> = cast.iter().collect();
-            run(Arc::new(build(refs[0].dtype())?), &refs)
+            run(build(refs[0].dtype())?, &refs)
         }
     }
 }
@@ -137,44 +145,52 @@ fn apply<S: Spec>(
 /// How many kernels a thread keeps from its recent op calls.
 const KERNELS_KEPT: usize = 64;
 
-/// A kernel made by an op call, with what it was made for.
+/// A kernel made by an op call, with the device it runs on and, for a call by name, the op,
+/// dtype and attributes it was made for (a typed call compares the kernel's spec).
 struct Made {
     device: Device,
-    dtype: DType,
-    op: String,
-    attrs: Attrs,
+    named: Option<(String, DType, Attrs)>,
     kernel: Arc<dyn Kernel>,
 }
 
 thread_local! {
     /// The kernels of this thread's recent op calls, most recent first (kernels hold no
-    /// state: an op call of the same op, dtype and attributes on the same device reuses one).
+    /// state: an op call equal to an earlier one on the same device reuses its kernel).
     static MADE: RefCell<Vec<Made>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The kernel of `op` on `dtype` with `attrs` on `device`'s backend: one this thread made
-/// recently, or a new one (the spec bound once, its attributes parsed once).
-fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Kernel>, KernelError> {
-    let recent = MADE.with(|made| {
+/// The kernel of the most recent call `matches` accepts on `device`, moved to the front.
+fn recent_kernel(device: Device, matches: impl Fn(&Made) -> bool) -> Option<Arc<dyn Kernel>> {
+    MADE.with(|made| {
         let mut made = made.borrow_mut();
-        let at = made.iter().position(|m| m.device == device && m.dtype == dtype && m.op == op && m.attrs == *attrs)?;
+        let at = made.iter().position(|m| m.device == device && matches(m))?;
         let kernel = Arc::clone(&made[at].kernel);
         if at > 0 {
             let entry = made.remove(at);
             made.insert(0, entry);
         }
         Some(kernel)
-    });
-    if let Some(kernel) = recent {
-        return Ok(kernel);
-    }
-    let kernel = backend::of(device).launches().kernel(spec::bind(op, dtype, attrs)?)?;
+    })
+}
+
+/// Keeps a new kernel in front of this thread's recent ones (the oldest dropped).
+fn keep_kernel(entry: Made) {
     MADE.with(|made| {
         let mut made = made.borrow_mut();
         made.truncate(KERNELS_KEPT - 1);
-        let entry = Made { device, dtype, op: op.to_string(), attrs: attrs.clone(), kernel: Arc::clone(&kernel) };
         made.insert(0, entry);
     });
+}
+
+/// The kernel of `op` on `dtype` with `attrs` on `device`'s backend: one this thread made
+/// recently, or a new one (the spec bound once, its attributes parsed once).
+fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Kernel>, KernelError> {
+    let named = |m: &Made| m.named.as_ref().is_some_and(|(o, d, a)| *d == dtype && o == op && a == attrs);
+    if let Some(kernel) = recent_kernel(device, named) {
+        return Ok(kernel);
+    }
+    let kernel = backend::of(device).launches().kernel(spec::bind(op, dtype, attrs)?)?;
+    keep_kernel(Made { device, named: Some((op.to_string(), dtype, attrs.clone())), kernel: Arc::clone(&kernel) });
     Ok(kernel)
 }
 
@@ -241,4 +257,39 @@ fn symbolic(meta: &TensorMeta, device: Device) -> Result<Tensor, KernelError> {
     let strides = crate::shape::contiguous_strides(&meta.shape).map_err(|e| KernelError::Invalid(e.to_string()))?;
     let storage = Storage::symbolic(meta.bytes()? as usize, device);
     Ok(Tensor::from_storage(Arc::new(storage), meta.dtype, &meta.shape, &strides, 0)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept() -> usize {
+        MADE.with(|made| made.borrow().len())
+    }
+
+    #[test]
+    fn an_equal_typed_call_reuses_its_kernel_and_another_attribute_makes_a_new_one() {
+        let x = Tensor::from_vec(vec![-1.0f32, 0.5, 3.0], &[3]).unwrap();
+        assert_eq!(x.clip(Some(0.0), Some(1.0)).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 0.5, 1.0]);
+        let after_first = kept();
+        assert_eq!(x.clip(Some(0.0), Some(1.0)).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 0.5, 1.0]);
+        assert_eq!(kept(), after_first, "the equal call found its kernel");
+        // other bounds are another spec: a kernel of its own, not the first one's
+        assert_eq!(x.clip(Some(0.0), Some(2.0)).unwrap().to_vec::<f32>().unwrap(), vec![0.0, 0.5, 2.0]);
+        assert_eq!(kept(), after_first + 1);
+        // another dtype is another spec too
+        let y = Tensor::from_vec(vec![-1.0f64, 0.5, 3.0], &[3]).unwrap();
+        assert_eq!(y.clip(Some(0.0), Some(1.0)).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 0.5, 1.0]);
+        assert_eq!(kept(), after_first + 2);
+    }
+
+    #[test]
+    fn a_thread_keeps_at_most_its_share_of_kernels() {
+        let x = Tensor::from_vec(vec![0.25f32], &[1]).unwrap();
+        for i in 0..(KERNELS_KEPT + 10) {
+            let high = 1.0 + i as f64;
+            assert_eq!(x.clip(None, Some(high)).unwrap().to_vec::<f32>().unwrap(), vec![0.25]);
+        }
+        assert_eq!(kept(), KERNELS_KEPT);
+    }
 }

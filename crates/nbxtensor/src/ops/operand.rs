@@ -8,6 +8,7 @@ use crate::facts::Kind;
 use crate::kernel::{AttrValue, Attrs, KernelError, Result};
 use crate::memory::Device;
 use crate::tensor::Tensor;
+use std::borrow::Cow;
 
 /// A scalar operand, weak in promotion: the dtype layer's Python scalar (bool, int, float or
 /// complex).
@@ -134,15 +135,16 @@ pub fn scalar_tensor(op: &str, value: Scalar, dtype: DType, device: Device) -> R
 }
 
 /// `operands` as tensors of their promoted dtype on their tensors' device (scalars made into
-/// 0-d tensors of it).
-pub fn promote(op: &str, operands: &[Operand<'_>]) -> Result<Vec<Tensor>> {
+/// 0-d tensors of it); a tensor that has the dtype already is borrowed.
+pub fn promote<'a>(op: &str, operands: &[Operand<'a>]) -> Result<Vec<Cow<'a, Tensor>>> {
     let dtype = result_dtype(op, operands)?;
     let device = device_of(op, operands)?;
     operands
         .iter()
         .map(|o| match o {
-            Operand::Tensor(t) => cast_to(t, dtype),
-            Operand::Scalar(s) => scalar_tensor(op, *s, dtype, device),
+            Operand::Tensor(t) if t.dtype() == dtype => Ok(Cow::Borrowed(*t)),
+            Operand::Tensor(t) => cast_to(t, dtype).map(Cow::Owned),
+            Operand::Scalar(s) => scalar_tensor(op, *s, dtype, device).map(Cow::Owned),
         })
         .collect()
 }

@@ -72,7 +72,7 @@ pub fn every_catalogue_pair_is_served_or_refused(target: &Target) {
     let table = target.table();
     let mut unserved = Vec::new();
     for def in spec::catalogue() {
-        for dtype in def.dtypes() {
+        for &dtype in def.dtypes() {
             if table.has(def.name, dtype) {
                 continue;
             }

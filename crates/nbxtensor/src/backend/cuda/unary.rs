@@ -86,7 +86,8 @@ fn run(spec: &Unary, launch: Launch<'_>) -> Result<()> {
 /// The dtypes the GPU serves `op` on: the op's dtypes but float64 (no float64 kernels).
 fn served(op: UnaryOp) -> Vec<DType> {
     op.dtypes()
-        .into_iter()
+        .iter()
+        .copied()
         .filter(|d| FLOATS.contains(d) || matches!(d.kind(), Kind::Int | Kind::Uint | Kind::Bool))
         .collect()
 }

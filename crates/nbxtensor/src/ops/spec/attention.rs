@@ -176,7 +176,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "softmax(q·kᵀ·scale + mask)·v, grouped-query heads",
         inputs: &["q", "k", "v", "mask?"],
         attrs: ATTRS,
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind,
         follows_policy: true,
     });

@@ -33,14 +33,14 @@ enum Takes {
 }
 
 impl Takes {
-    fn dtypes(self) -> Vec<DType> {
+    fn dtypes(self) -> &'static [DType] {
         match self {
-            Takes::Floats => REALS.to_vec(),
-            Takes::Numbers => super::joined(&[&REALS, &INTEGERS]),
-            Takes::Everything => super::joined(&[&REALS, &INTEGERS, &[DType::Bool]]),
-            Takes::Bits => super::joined(&[&INTEGERS, &[DType::Bool]]),
-            Takes::Integers => INTEGERS.to_vec(),
-            Takes::Bool => vec![DType::Bool],
+            Takes::Floats => &REALS,
+            Takes::Numbers => &super::NUMBERS,
+            Takes::Everything => &super::EVERYTHING,
+            Takes::Bits => &super::BITS,
+            Takes::Integers => &INTEGERS,
+            Takes::Bool => &[DType::Bool],
         }
     }
 }
@@ -159,7 +159,7 @@ impl BinaryOp {
     }
 
     /// The dtypes it takes.
-    pub fn dtypes(self) -> Vec<DType> {
+    pub fn dtypes(self) -> &'static [DType] {
         self.entry().2.dtypes()
     }
 

@@ -36,7 +36,7 @@ pub struct Cast {
 impl Cast {
     /// The cast from `from` to `to`; refused into a packed dtype and from complex to real.
     pub fn new(from: DType, to: DType) -> Result<Cast> {
-        require_dtype("cast", from, &sized())?;
+        require_dtype("cast", from, sized())?;
         if to.kind() == Kind::Packed {
             return Err(KernelError::Invalid(format!("cast: {from} to {to}: {to} is packed; quantize it instead")));
         }
@@ -118,7 +118,7 @@ fn bind_cast(_: &'static str, from: DType, attrs: &Attrs) -> Result<Arc<dyn Spec
 
 fn bind_copy(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only("copy", &[])?;
-    require_dtype("copy", dtype, &sized())?;
+    require_dtype("copy", dtype, sized())?;
     Ok(Arc::new(Copy { dtype }))
 }
 

@@ -192,13 +192,13 @@ fn bind_embedding(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dy
 
 fn bind_index_select(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only("index_select", &["axis"])?;
-    require_dtype("index_select", dtype, &sized())?;
+    require_dtype("index_select", dtype, sized())?;
     Ok(Arc::new(IndexSelect { dtype, axis: attrs.int("index_select", "axis", None)? }))
 }
 
 fn bind_concat(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only("concat", &["axis"])?;
-    require_dtype("concat", dtype, &sized())?;
+    require_dtype("concat", dtype, sized())?;
     Ok(Arc::new(Concat { dtype, axis: attrs.int("concat", "axis", Some(0))? }))
 }
 
@@ -213,7 +213,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "the rows of table at indices",
         inputs: &["indices", "table"],
         attrs: &[],
-        dtypes: |_| INDEX_DTYPES.to_vec(),
+        dtypes: |_| &INDEX_DTYPES,
         bind: bind_embedding,
         follows_policy: true,
     });

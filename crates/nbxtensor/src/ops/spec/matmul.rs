@@ -214,7 +214,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "numpy's matmul (batch dims broadcast)",
         inputs: &["a", "b"],
         attrs: TRANSPOSES,
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind: bind_matmul,
         follows_policy: true,
     });
@@ -224,7 +224,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x · weightᵀ + bias",
         inputs: &["x", "weight", "bias?"],
         attrs: &[],
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind: bind_linear,
         follows_policy: true,
     });

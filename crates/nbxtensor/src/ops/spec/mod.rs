@@ -56,7 +56,7 @@ use std::sync::{Arc, OnceLock};
 
 /// An op bound to its dispatch dtype and parsed attributes: it checks inputs and declares the
 /// cost of a launch. Backends downcast it to the family's struct to read the attributes.
-pub trait Spec: Any + Send + Sync + Debug {
+pub trait Spec: Any + Send + Sync + Debug + SameSpec {
     /// The op's name (`"softmax"`).
     fn op(&self) -> &'static str;
 
@@ -77,6 +77,20 @@ pub trait Spec: Any + Send + Sync + Debug {
 
     /// The spec as `Any`, for a backend to read its family's attributes.
     fn as_any(&self) -> &dyn Any;
+}
+
+/// Equality across the families: whether another spec is the same struct with equal
+/// attributes (what lets an op call reuse the kernel of an equal call). Every `PartialEq`
+/// spec has it.
+pub trait SameSpec {
+    /// Whether `other` (a spec as `Any`) equals this one.
+    fn same(&self, other: &dyn Any) -> bool;
+}
+
+impl<S: PartialEq + Any> SameSpec for S {
+    fn same(&self, other: &dyn Any) -> bool {
+        other.downcast_ref::<S>() == Some(self)
+    }
 }
 
 impl dyn Spec {
@@ -119,7 +133,7 @@ pub struct OpDef {
     /// Its attributes.
     pub attrs: &'static [AttrDoc],
     /// The dtypes it is defined for (given the op's name: a family's function serves its ops).
-    pub dtypes: fn(&'static str) -> Vec<DType>,
+    pub dtypes: fn(&'static str) -> &'static [DType],
     /// Binds the op to a dispatch dtype and a call's attributes (unknown or mistyped ones
     /// refused by name).
     pub bind: fn(&'static str, DType, &Attrs) -> Result<Arc<dyn Spec>>,
@@ -162,7 +176,7 @@ pub fn op(name: &str) -> Result<&'static OpDef> {
 
 impl OpDef {
     /// The dtypes the op is defined for.
-    pub fn dtypes(&self) -> Vec<DType> {
+    pub fn dtypes(&self) -> &'static [DType] {
         (self.dtypes)(self.name)
     }
 }
@@ -200,14 +214,37 @@ pub const INTEGERS: [DType; 8] =
 /// The dtypes of index tensors.
 pub const INDEX_DTYPES: [DType; 2] = [DType::Int32, DType::Int64];
 
+/// The real numbers: the floats, then the integers.
+pub const NUMBERS: [DType; 12] = joined(&[&REALS, &INTEGERS]);
+
+/// The integers and bool (the bitwise ops' dtypes).
+pub const BITS: [DType; 9] = joined(&[&INTEGERS, &[DType::Bool]]);
+
+/// The floats, the integers and bool.
+pub const EVERYTHING: [DType; 13] = joined(&[&REALS, &INTEGERS, &[DType::Bool]]);
+
 /// Every dtype a tensor can hold elements of (a per-element width).
-pub fn sized() -> Vec<DType> {
-    DType::ALL.into_iter().filter(|d| d.itemsize().is_ok()).collect()
+pub fn sized() -> &'static [DType] {
+    static SIZED: OnceLock<Vec<DType>> = OnceLock::new();
+    SIZED.get_or_init(|| DType::ALL.into_iter().filter(|d| d.itemsize().is_ok()).collect())
 }
 
-/// `lists` joined into one list of dtypes.
-pub fn joined(lists: &[&[DType]]) -> Vec<DType> {
-    lists.iter().flat_map(|l| l.iter().copied()).collect()
+/// `lists` one after the other, in a list of `N` (a compile-time error when `N` is not their
+/// total length).
+const fn joined<const N: usize>(lists: &[&[DType]]) -> [DType; N] {
+    let mut out = [DType::Bool; N];
+    let (mut at, mut list) = (0, 0);
+    while list < lists.len() {
+        let mut i = 0;
+        while i < lists[list].len() {
+            out[at] = lists[list][i];
+            at += 1;
+            i += 1;
+        }
+        list += 1;
+    }
+    assert!(at == N, "the lists' lengths add up to N");
+    out
 }
 
 #[cfg(test)]
@@ -222,7 +259,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), count, "an op is defined twice");
         for def in catalogue() {
-            for dtype in (def.dtypes)(def.name) {
+            for &dtype in (def.dtypes)(def.name) {
                 // ops with required attributes are bound with a value for them
                 let attrs = def.attrs.iter().filter(|a| a.default.is_none()).fold(Attrs::new(), |attrs, a| {
                     let value = match a.name {

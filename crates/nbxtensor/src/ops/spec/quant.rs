@@ -256,7 +256,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x · Wᵀ with W packed in the int4-g128-asym layout",
         inputs: &["x", "packed", "scales", "minima"],
         attrs: &[],
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind,
         follows_policy: false,
     });
@@ -266,7 +266,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "a float weight [N, K] quantized into the int4-g128-asym layout",
         inputs: &["weight"],
         attrs: &[],
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind,
         follows_policy: false,
     });

@@ -8,7 +8,7 @@
 //! or uint64 (unsigned), which is its output dtype, as numpy's; max, min and argmax compare
 //! exactly; mean takes the floats only. max, min and argmax of no elements are refused.
 
-use super::{one_input, require_dtype, AttrDoc, OpDef, Spec, INTEGERS, REALS};
+use super::{one_input, require_dtype, AttrDoc, OpDef, Spec, REALS};
 use crate::dtype::DType;
 use crate::facts::Kind;
 use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
@@ -49,10 +49,10 @@ impl ReduceOp {
     }
 
     /// The dtypes it takes: mean the floats, the others the floats and the integers.
-    pub fn dtypes(self) -> Vec<DType> {
+    pub fn dtypes(self) -> &'static [DType] {
         match self {
-            ReduceOp::Mean => REALS.to_vec(),
-            _ => super::joined(&[&REALS, &INTEGERS]),
+            ReduceOp::Mean => &REALS,
+            _ => &super::NUMBERS,
         }
     }
 }

@@ -281,7 +281,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
             summary,
             inputs: &["x"],
             attrs: AXIS,
-            dtypes: |_| REALS.to_vec(),
+            dtypes: |_| &REALS,
             bind: bind_softmax,
             follows_policy: true,
         });
@@ -292,7 +292,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "(x - mean) / sqrt(var + eps) * weight + bias over the last dim",
         inputs: &["x", "weight", "bias"],
         attrs: LAYER_EPS,
-        dtypes: |_| REALS.to_vec(),
+        dtypes: |_| &REALS,
         bind: bind_norm,
         follows_policy: true,
     });
@@ -302,7 +302,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x / sqrt(mean(x²) + eps) * weight over the last dim",
         inputs: &["x", "weight"],
         attrs: RMS_EPS,
-        dtypes: |_| REALS.to_vec(),
+        dtypes: |_| &REALS,
         bind: bind_norm,
         follows_policy: true,
     });
@@ -312,7 +312,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "the rotary position embedding of x by cos and sin",
         inputs: &["x", "cos", "sin"],
         attrs: INTERLEAVED,
-        dtypes: |_| FLOATS.to_vec(),
+        dtypes: |_| &FLOATS,
         bind: bind_rope,
         follows_policy: true,
     });

@@ -8,7 +8,7 @@
 //! clamps to it, an integer clamps to the dtype's range, a fraction or NaN for an integer
 //! dtype is refused).
 
-use super::{broadcast_shape, require_dtype, AttrDoc, OpDef, Spec, INTEGERS, REALS};
+use super::{broadcast_shape, require_dtype, AttrDoc, OpDef, Spec, EVERYTHING};
 use crate::dtype::policy::{fill_value, FillValue};
 use crate::dtype::promotion::PyScalar;
 use crate::dtype::DType;
@@ -79,14 +79,10 @@ pub struct MaskedFill {
 impl MaskedFill {
     /// `masked_fill` of `dtype` writing `value` (fitted to the dtype; refused where it cannot be).
     pub fn new(dtype: DType, value: PyScalar) -> Result<MaskedFill> {
-        require_dtype("masked_fill", dtype, &masked_fill_dtypes())?;
+        require_dtype("masked_fill", dtype, &EVERYTHING)?;
         let value = fill_value("masked_fill", value, dtype).map_err(|e| KernelError::Invalid(e.to_string()))?;
         Ok(MaskedFill { dtype, value })
     }
-}
-
-fn masked_fill_dtypes() -> Vec<DType> {
-    super::joined(&[&REALS, &INTEGERS, &[DType::Bool]])
 }
 
 impl Spec for MaskedFill {
@@ -153,7 +149,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "a where the bool cond is true, else b, broadcast",
         inputs: &["cond", "a", "b"],
         attrs: &[],
-        dtypes: |_| vec![DType::Bool],
+        dtypes: |_| &[DType::Bool],
         bind: bind_where,
         follows_policy: true,
     });
@@ -163,7 +159,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x with value where the bool mask is true, broadcast",
         inputs: &["x", "mask"],
         attrs: &[AttrDoc { name: "value", meaning: "the value written (fitted to x's dtype)", default: None }],
-        dtypes: |_| masked_fill_dtypes(),
+        dtypes: |_| &EVERYTHING,
         bind: bind_masked_fill,
         follows_policy: true,
     });

@@ -11,7 +11,7 @@
 //! `round` rounds half to even (numpy, the Array API). `clip` takes the attributes `min` and
 //! `max` (each optional, a number): NaN stays NaN, and an integer bound must fit the dtype.
 
-use super::{require_dtype, AttrDoc, OpDef, Spec, INTEGERS, REALS};
+use super::{require_dtype, AttrDoc, OpDef, Spec, REALS};
 use crate::dtype::DType;
 use crate::kernel::{AttrValue, Attrs, Cost, KernelError, Result, TensorMeta};
 use std::sync::Arc;
@@ -183,12 +183,12 @@ impl UnaryOp {
     }
 
     /// The dtypes it takes.
-    pub fn dtypes(self) -> Vec<DType> {
+    pub fn dtypes(self) -> &'static [DType] {
         match self.entry().3 {
-            Takes::Floats => REALS.to_vec(),
-            Takes::Numbers => super::joined(&[&REALS, &INTEGERS]),
-            Takes::Bits => super::joined(&[&INTEGERS, &[DType::Bool]]),
-            Takes::Bool => vec![DType::Bool],
+            Takes::Floats => &REALS,
+            Takes::Numbers => &super::NUMBERS,
+            Takes::Bits => &super::BITS,
+            Takes::Bool => &[DType::Bool],
         }
     }
 
