@@ -1,9 +1,10 @@
 """The concurrency suite's cases, run by test_concurrency.py (each case in a child process of
 its own, with a timeout).
 
-    python tests/concurrency_cases.py CASE THREADS ITERATIONS
+    python tests/concurrency_cases.py CASE THREADS ITERATIONS [DEVICE]
 
-runs CASE on THREADS threads, each ITERATIONS times, asserting every value it gets; it
+runs CASE on THREADS threads, each ITERATIONS times, with its tensors on DEVICE ("cpu", the
+default, or "cuda": test_cuda.py runs the suite there), asserting every value it gets; it
 prints one line "CASE: THREADS threads x ITERATIONS iterations, W wrong, H hung, S s" and
 exits non-zero when W or H is not 0. A thread that does not finish within the deadline
 counts as hung.
@@ -22,6 +23,18 @@ from nbxtensor.ops import launch_observer
 from nbxtensor.random import Generator
 
 DEADLINE_S = 300
+DEVICE = "cpu"
+
+
+def put(a):
+    """A tensor of the numpy array `a` on the suite's device."""
+    t = nbxtensor.asarray(a)
+    return t if DEVICE == "cpu" else t.to(DEVICE)
+
+
+def get(t):
+    """A tensor's values as numpy (copied to the host from a device)."""
+    return (t if DEVICE == "cpu" else t.to("cpu")).numpy()
 
 
 def affine(x):
@@ -70,38 +83,38 @@ def eager_ops(s):
     def body(i):
         for k in range(s.iterations):
             v = values(i, k)
-            x = nbxtensor.asarray(v)
-            got = ops.add(ops.exp(ops.mul(x, 0.0)), x).numpy()
+            x = put(v)
+            got = get(ops.add(ops.exp(ops.mul(x, 0.0)), x))
             s.check(np.array_equal(got, v + 1), f"eager {i} {k}")
-            total = float(ops.sum(nbxtensor.asarray(v).reshape(8, 8).transpose(0, 1)).numpy())
+            total = float(get(ops.sum(put(v).reshape(8, 8).transpose(0, 1))))
             s.check(total == float(v.astype(np.float64).sum()), f"sum {i} {k}")
     return s.run(body)
 
 
 def shared_replays(s):
-    replay = program.trace(affine, nbxtensor.asarray(values(0, 0))).executable().capture(nbxtensor.asarray(values(0, 0)))
+    replay = program.trace(affine, put(values(0, 0))).executable().capture(put(values(0, 0)))
 
     def body(i):
         for k in range(s.iterations):
             v = values(i, k)
-            s.check(np.array_equal(replay.run(nbxtensor.asarray(v))[0].numpy(), 2 * v + 1), f"replay {i} {k}")
+            s.check(np.array_equal(get(replay.run(put(v))[0]), 2 * v + 1), f"replay {i} {k}")
     return s.run(body)
 
 
 def shared_executables(s):
-    executable = program.trace(affine, nbxtensor.asarray(values(0, 0))).executable()
+    executable = program.trace(affine, put(values(0, 0))).executable()
 
     def body(i):
         for k in range(s.iterations):
             v = values(i, k)
-            s.check(np.array_equal(executable.run(nbxtensor.asarray(v))[0].numpy(), 2 * v + 1), f"run {i} {k}")
+            s.check(np.array_equal(get(executable.run(put(v))[0]), 2 * v + 1), f"run {i} {k}")
     return s.run(body)
 
 
 def captures(s):
     """Each thread traces, plans and captures programs of its own, while every thread also
     races a capture of one shared executable against runs of it."""
-    example = nbxtensor.asarray(values(0, 0))
+    example = put(values(0, 0))
     shared = {"executable": program.trace(affine, example).executable(), "replay": None}
 
     def body(i):
@@ -109,11 +122,11 @@ def captures(s):
             v = values(i, k)
             scale = float(i + 1)
             replay = program.trace(lambda x: ops.mul(x, scale), example).executable().capture(example)
-            s.check(np.array_equal(replay.run(nbxtensor.asarray(v))[0].numpy(), v * scale), f"capture {i} {k}")
+            s.check(np.array_equal(get(replay.run(put(v))[0]), v * scale), f"capture {i} {k}")
             if k % 10 == 0:
                 # the shared executable: a run, or a capture, or a refusal once captured
                 try:
-                    out = shared["executable"].run(nbxtensor.asarray(v))[0].numpy()
+                    out = get(shared["executable"].run(put(v))[0])
                     s.check(np.array_equal(out, 2 * v + 1), f"shared run {i} {k}")
                 except ValueError as e:
                     s.check("captured" in str(e), f"shared run refused with {e}")
@@ -122,7 +135,7 @@ def captures(s):
     hung = s.run(body)
     replay = shared["replay"]
     if replay is not None:
-        s.check(np.array_equal(replay.run(example)[0].numpy(), 2 * values(0, 0) + 1), "shared replay")
+        s.check(np.array_equal(get(replay.run(example)[0]), 2 * values(0, 0) + 1), "shared replay")
     return hung
 
 
@@ -134,7 +147,7 @@ def settings_churn(s):
                 pool.set_threads([1, 2, None][(i + k) % 3])
                 nbxtensor.memory.set_limit([None, 8 << 30][k % 2])
             v = np.arange(1 << 14, dtype=np.float32) + np.float32(i + k)  # past one piece: the pool runs it
-            got = ops.add(nbxtensor.asarray(v), 1.0).numpy()
+            got = get(ops.add(put(v), 1.0))
             s.check(np.array_equal(got, v + 1), f"churn {i} {k}")
     hung = s.run(body)
     pool.set_threads(None)
@@ -145,19 +158,20 @@ def settings_churn(s):
 def observers(s):
     """Even threads dry-run under an observer of their own; odd threads' ops run."""
     def body(i):
+        # the inputs made before the observer watches (on a GPU, a move is a copy)
+        inputs = [put(values(i, k, 8)) for k in range(s.iterations)]
         if i % 2 == 0:
             observer = launch_observer.LaunchObserver()
             launch_observer.set_launch_observer(observer)
         for k in range(s.iterations):
-            v = values(i, k, 8)
-            x = nbxtensor.asarray(v)
+            v, x = values(i, k, 8), inputs[k]
             out = ops.exp(x) if i % 2 == 0 else ops.add(x, x)
             if i % 2 == 0:
                 s.check(launch_observer.launch_observer() is observer, "the observer of this thread")
                 s.check(out.shape == (8,), "a dry run's output keeps its shape")
             else:
                 s.check(launch_observer.launch_observer().active() is False, "no observer here")
-                s.check(np.array_equal(out.numpy(), v + v), f"unobserved run {i} {k}")
+                s.check(np.array_equal(get(out), v + v), f"unobserved run {i} {k}")
         if i % 2 == 0:
             s.check(len(observer.launches) == s.iterations, f"{len(observer.launches)} launches recorded")
             launch_observer.set_launch_observer(None)
@@ -171,7 +185,10 @@ def generators(s):
 
     def body(i):
         for _ in range(s.iterations):
-            drawn[i].append(shared.uniform(16))
+            draw = shared.uniform(16)
+            if DEVICE != "cpu":  # through the device and back: the same values
+                s.check(np.array_equal(get(ops.add(put(draw), 0.0)), draw), "a draw through the device")
+            drawn[i].append(draw)
     hung = s.run(body)
     got = np.sort(np.concatenate([d for per in drawn for d in per]))
     want = np.sort(Generator(20261130).uniform(16 * s.threads * s.iterations))
@@ -184,12 +201,15 @@ CASES = {f.__name__: f for f in (eager_ops, shared_replays, shared_executables, 
 
 
 def main():
+    global DEVICE
     name, threads, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    DEVICE = sys.argv[4] if len(sys.argv) > 4 else "cpu"
     suite = Suite(threads, iterations)
     start = time.monotonic()
     hung = CASES[name](suite)
     took = time.monotonic() - start
-    print(f"{name}: {threads} threads x {iterations} iterations, {suite.wrong} wrong, {hung} hung, {took:.1f} s")
+    print(f"{name}: {threads} threads x {iterations} iterations, {suite.wrong} wrong, {hung} hung, {took:.1f} s"
+          + ("" if DEVICE == "cpu" else f" on {DEVICE}"))
     for error in suite.errors:
         print("  " + error)
     sys.stdout.flush()
