@@ -1,6 +1,8 @@
 """nbxtensor's CUDA backend against torch on the same GPU, side by side in one run.
 
-Rows: bf16 matrix products (4096³, 8192³) against torch.matmul; memory-bound kernels on
+Rows: bf16 matrix products (4096³, 8192³) against torch.matmul; prefill attention (bf16,
+b1 h32, d128 and d64, full and causal, grouped heads) against torch's default
+``scaled_dot_product_attention`` (the note gives torch's cuDNN and flash backends too); memory-bound kernels on
 tensors far larger than L2 (their bytes read + written over time, against the device-to-device
 copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
 kernels, eager against CUDA-graph replay (and torch's eager neg as a peer). Each timing is the median of `--repeats` runs of
@@ -54,6 +56,42 @@ def gemm_rows(repeats):
         theirs = timed(lambda: torch.matmul(a, b), torch_sync, repeats, inner)
         flops = 2.0 * n**3
         rows.append((f"matmul bf16 {n}^3", mine, theirs, f"{flops / mine / 1e12:.0f} TFLOP/s"))
+    return rows
+
+
+def attention_rows(repeats):
+    """Prefill sdpa, bf16, batch 1, 32 query heads: (name, ours, torch's default, note)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    rows = []
+    cases = [(1024, 128, 32, False), (1024, 128, 32, True), (4096, 128, 32, False), (4096, 128, 32, True),
+             (16384, 128, 32, False), (16384, 128, 32, True), (4096, 64, 32, False), (4096, 128, 8, True)]
+    for s, d, hk, causal in cases:
+        q = torch.randn(1, 32, s, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(1, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(1, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        tq, tk, tv = nbx.from_dlpack(q), nbx.from_dlpack(k), nbx.from_dlpack(v)
+        inner = max(1, 2**26 // (s * s))
+        gqa = hk != 32
+
+        def theirs(backend=None):
+            if backend is None:
+                return sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
+
+        mine = timed(lambda: ops.sdpa(tq, tk, tv, causal=causal), ours_sync, repeats, inner)
+        default = timed(theirs, torch_sync, repeats, inner)
+        others = []
+        for label, backend in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+            try:
+                others.append(f"torch {label} {timed(lambda: theirs(backend), torch_sync, repeats, inner) * 1e3:.3f} ms")
+            except RuntimeError as e:
+                others.append(f"torch {label}: {str(e).splitlines()[0][:40]}")
+        flops = 4.0 * 32 * s * s * d * (0.5 if causal else 1.0)
+        name = f"sdpa s{s} d{d}{' gqa32:' + str(hk) if gqa else ''}{' causal' if causal else ''}"
+        rows.append((name, mine, default, f"{flops / mine / 1e12:.0f} TFLOP/s; " + ", ".join(others)))
     return rows
 
 
@@ -179,7 +217,8 @@ def main():
     copy_bw = copy_bandwidth(args.repeats, args.numel)
     print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
-    for name, mine, theirs, note in gemm_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw):
+    rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
+    for name, mine, theirs, note in rows:
         if mine is None:
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
             continue

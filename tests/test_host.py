@@ -47,24 +47,25 @@ def test_attention_operands_round_the_probabilities_to_the_inputs_dtype():
     rng = np.random.default_rng(3)
     q, k, v = (stored(rng.standard_normal((1, 2, 5, 16)), "bfloat16") for _ in range(3))
     tq, tk, tv = (tensor(a, "bfloat16") for a in (q, k, v))
-    assert host.attention_operands() == {"probabilities": "float32"}
-    exact = f64(ops.sdpa(tq, tk, tv))
-    host.set_attention_operands({"probabilities": "input"})
+    # rounded to the inputs' dtype by default, as fused attention kernels do
     assert host.attention_operands() == {"probabilities": "input"}
     rounded = f64(ops.sdpa(tq, tk, tv))
+    host.set_attention_operands({"probabilities": "float32"})
+    assert host.attention_operands() == {"probabilities": "float32"}
+    exact = f64(ops.sdpa(tq, tk, tv))
     want = sdpa_reference(q, k, v)
     # both within bfloat16's error of the float64 definition, and not the same values
     assert np.abs(exact - want).max() < 2e-2
     assert np.abs(rounded - want).max() < 3e-2
     assert not np.array_equal(exact, rounded), "rounding the probabilities changed nothing"
-    # float32 inputs have nothing to round: the setting leaves them exact
+    # float32 inputs have nothing to round: either way they are exact
     q32, k32, v32 = (tensor(a, "float32") for a in (q, k, v))
     np.testing.assert_allclose(f64(ops.sdpa(q32, k32, v32)), want, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="'bfloat16' is not one of"):
         host.set_attention_operands({"probabilities": "bfloat16"})
     host.set_attention_operands(None)
-    assert host.attention_operands() == {"probabilities": "float32"}
-    np.testing.assert_array_equal(f64(ops.sdpa(tq, tk, tv)), exact)
+    assert host.attention_operands() == {"probabilities": "input"}
+    np.testing.assert_array_equal(f64(ops.sdpa(tq, tk, tv)), rounded)
 
 
 def test_build_cache_is_a_path_and_none_restores_the_store(tmp_path):

@@ -5,9 +5,10 @@ restores it):
   GPU instead of the one recognised from the driver's device name;
 - ``set_matrix_operands({"float32": "tf32"})``: let float32 matrix products take TF32
   operands where the device's matrix unit has them (default ``"float32"``: exact);
-- ``set_attention_operands({"probabilities": "input"})``: round attention's softmax
-  probabilities to the inputs' dtype before they weigh the values, as fused attention
-  kernels do (default ``"float32"``);
+- ``set_attention_operands({"probabilities": "float32"})``: keep attention's softmax
+  probabilities in float32 when they weigh float16 or bfloat16 values (exact, and on CUDA
+  this backend's own kernel, slower than cuDNN's); the default ``"input"`` rounds them to
+  the inputs' dtype first, as fused attention kernels (FlashAttention, cuDNN, torch) do;
 - ``set_build_cache(path)``: where compiled GPU kernels are cached (default ``kernels/`` in the
   proven-settings store, ``nbxtensor.ops.autotune_settings``).
 

@@ -75,15 +75,15 @@ fn matrix_operands(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(dict)
 }
 
-/// Sets how attention weighs the values: `{"probabilities": "float32"}` (the default) or
-/// `{"probabilities": "input"}` (rounded to the inputs' dtype first); `None` restores it.
+/// Sets how attention weighs the values: `{"probabilities": "input"}` (rounded to the inputs'
+/// dtype first, the default) or `{"probabilities": "float32"}`; `None` restores the default.
 #[pyfunction]
 fn set_attention_operands(operands: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     let chosen = decision("set_attention_operands", "probabilities", operands, &["float32", "input"])?;
-    host::set_attention_operands(if chosen.as_deref() == Some("input") {
-        AttentionOperands::Input
-    } else {
-        AttentionOperands::Float32
+    host::set_attention_operands(match chosen.as_deref() {
+        Some("float32") => AttentionOperands::Float32,
+        Some(_) => AttentionOperands::Input,
+        None => AttentionOperands::default(),
     });
     Ok(())
 }

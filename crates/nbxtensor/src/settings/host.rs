@@ -6,9 +6,10 @@
 //! - the operand decisions of the matrix unit: float32 products computed exactly (the
 //!   default), or with TF32 operands where the device's matrix unit takes them
 //!   ([`set_matrix_operands`]);
-//! - the operand decision of attention: the softmax probabilities multiplied by the values in
-//!   float32 (the default), or rounded to the inputs' dtype first, as FlashAttention and cuDNN
-//!   do ([`set_attention_operands`]);
+//! - the operand decision of attention: the softmax probabilities rounded to the inputs' dtype
+//!   before they weigh the values, as FlashAttention, cuDNN and torch's attention do (the
+//!   default; on CUDA it is what lets cuDNN's fused attention serve float16 and bfloat16), or
+//!   kept in float32 ([`set_attention_operands`]);
 //! - where backend builds live: the compiled GPU kernels' cache, by default `kernels/` in the
 //!   proven-settings store ([`set_build_cache`]).
 //!
@@ -48,11 +49,12 @@ pub enum MatrixOperands {
 /// How attention multiplies its softmax probabilities by the values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AttentionOperands {
-    /// The probabilities stay float32 (the default).
-    #[default]
+    /// The probabilities stay float32 (exact; on CUDA this backend's own kernel, slower than
+    /// cuDNN's).
     Float32,
     /// The probabilities are rounded to the inputs' dtype first (float16, bfloat16), as the
-    /// fused attention kernels of FlashAttention and cuDNN feed their matrix units.
+    /// fused attention kernels of FlashAttention and cuDNN feed their matrix units (the default).
+    #[default]
     Input,
 }
 
@@ -77,7 +79,7 @@ fn services() -> &'static RwLock<Services> {
     static SERVICES: RwLock<Services> = RwLock::new(Services {
         device: DeviceDescription::Recognised,
         matrix: MatrixOperands::Float32,
-        attention: AttentionOperands::Float32,
+        attention: AttentionOperands::Input,
         cache: BuildCache::InStore,
     });
     &SERVICES

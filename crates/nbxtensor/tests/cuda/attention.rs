@@ -14,7 +14,7 @@ const FLOATS: [DType; 3] = [DType::Float32, DType::Float16, DType::Bfloat16];
 /// Attention by its definition, in float64, on the values of the (host) operands: per
 /// (batch, query head) softmax(q·kᵀ·scale + mask) over the visible keys, times v; a row with
 /// no visible key, or only -inf scores, is zeros.
-fn reference(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bool, scale: f64) -> Vec<f64> {
+pub fn reference(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>, causal: bool, scale: f64) -> Vec<f64> {
     let (qv, kv, vv) = (values(q), values(k), values(v));
     let [b, hq, sq, d] = q.shape()[..] else { panic!("q is 4-d") };
     let [_, hk, sk, _] = k.shape()[..] else { panic!("k is 4-d") };
@@ -72,7 +72,7 @@ fn attrs(causal: bool, scale: Option<f64>) -> Attrs {
 }
 
 /// Random q, k, v of the given extents, on the host.
-fn operands(draw: &mut Draw, dtype: DType, [b, hq, hk, sq, sk, d, dv]: [i64; 7]) -> [Tensor; 3] {
+pub fn operands(draw: &mut Draw, dtype: DType, [b, hq, hk, sq, sk, d, dv]: [i64; 7]) -> [Tensor; 3] {
     let mut t = |shape: [i64; 4]| host(&draw.uniform(shape.iter().product::<i64>() as usize, -1.0, 1.0), &shape, dtype);
     [t([b, hq, sq, d]), t([b, hk, sk, d]), t([b, hk, sk, dv])]
 }

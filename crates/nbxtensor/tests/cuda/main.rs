@@ -7,6 +7,7 @@ mod attention;
 mod common;
 mod concurrency;
 mod elementwise;
+mod fused_attention;
 mod gather;
 mod program;
 mod quant;

@@ -7,10 +7,19 @@
 //! more than [`DECODE_CHUNK`] keys a split-K decode kernel: each block writes a partial
 //! (max, sum, accumulator) to the workspace and a second kernel combines them in order. The
 //! workspace is declared for exactly that: `4·b·hq·splits·(2 + dv)` bytes, 0 otherwise.
+//!
+//! On float16 and bfloat16, prefill is cuDNN's fused flash attention (`cudnn::attention`)
+//! wherever it applies ([`fused`]): the declaration reserves its workspace, and a launch takes
+//! it when the probabilities are rounded to the inputs' dtype (the default attention operands
+//! of `settings::host`; `float32` probabilities are this file's kernel) and the operands' strides
+//! and addresses suit it (unit-stride head dims, 16-byte aligned). Without cuDNN such a launch
+//! is an error that says so, never the slower kernel in its place.
 
+use super::cudnn::attention::{self as fused_attention, Addresses, Call, Layout};
 use super::dims::{grid_extent, workspace_of};
 use super::{device_ptr, function, register_with_workspace, Args, KernelSource};
 use crate::backend::LaunchTable;
+use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::attention::Sdpa;
 use crate::ops::spec::FLOATS;
@@ -74,11 +83,118 @@ fn partial_bytes(b: i64, hq: i64, splits: i64, dv: i64) -> u64 {
     4 * (b * hq * splits * (2 + dv)) as u64
 }
 
-/// The device workspace: the decode path's partials, else nothing.
-fn workspace(_: &Sdpa, inputs: &[TensorMeta]) -> Result<u64> {
+/// The device workspace: the decode path's partials, cuDNN's where it serves, else nothing.
+fn workspace(spec: &Sdpa, inputs: &[TensorMeta]) -> Result<u64> {
     let [q, k, v, ..] = inputs else { return Ok(0) };
     let (b, hq, sq, sk, dv) = extents(&q.shape, &k.shape, &v.shape)?;
+    if fused(spec, inputs)? {
+        return Ok(fused_attention::WORKSPACE_BYTES);
+    }
     Ok(decode_splits(sq, sk).map_or(0, |splits| partial_bytes(b, hq, splits, dv)))
+}
+
+/// Whether cuDNN's fused attention serves calls of these operands, from their shapes alone:
+/// float16 or bfloat16; one head dim for keys and values, a multiple of 8 up to 128; not the
+/// decode path; causal only with `sq ≤ sk`; a mask only without a causal offset, of full
+/// `[sq, sk]` rows, broadcast over batch and heads at most.
+fn fused(spec: &Sdpa, inputs: &[TensorMeta]) -> Result<bool> {
+    if !matches!(spec.dtype, DType::Float16 | DType::Bfloat16) {
+        return Ok(false);
+    }
+    let z = spec.sizes(inputs)?;
+    let sizes_fit = z.d == z.dv && z.d % 8 == 0 && (8..=128).contains(&z.d) && z.b * z.hq * z.sq * z.sk > 0;
+    if !sizes_fit || decode_splits(z.sq as i64, z.sk as i64).is_some() || spec.causal && z.sq > z.sk {
+        return Ok(false);
+    }
+    Ok(match inputs.get(3) {
+        None => true,
+        Some(mask) => {
+            let full = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
+            let dims = padded(&mask.shape);
+            !(spec.causal && z.sq != z.sk)
+                && dims[2..] == full[2..]
+                && (0..2).all(|i| dims[i] == 1 || dims[i] == full[i])
+        }
+    })
+}
+
+/// A shape of at most 4 dims as 4, ones in front.
+fn padded(shape: &[i64]) -> [i64; 4] {
+    let mut dims = [1; 4];
+    dims[4 - shape.len()..].copy_from_slice(shape);
+    dims
+}
+
+/// The operand as cuDNN's tensor, when its head dim has unit stride and the rest are whole
+/// multiples of 16 bytes from a 16-byte aligned address; `None` otherwise.
+fn cudnn_layout(t: &Tensor) -> Option<Layout> {
+    let dims = padded(t.shape());
+    let given = t.strides();
+    let mut strides = [0; 4];
+    strides[4 - given.len()..].copy_from_slice(given);
+    // float16 and bfloat16 only reach here (`fused`): 8 elements in 16 bytes
+    let per16 = 16 / t.dtype().itemsize().ok()? as i64;
+    let unit = dims[3] == 1 || strides[3] == 1;
+    let whole = (0..3).all(|i| dims[i] == 1 || strides[i] % per16 == 0);
+    (unit && whole && device_ptr(t) % 16 == 0).then(|| {
+        // a dim of extent 1 may carry any stride: cuDNN is given a tidy one
+        for i in (0..4).rev() {
+            if dims[i] == 1 {
+                strides[i] = if i == 3 { 1 } else { strides[i + 1] * dims[i + 1] };
+            }
+        }
+        Layout { dims, strides }
+    })
+}
+
+/// The launch through cuDNN, when the probabilities are rounded to the inputs' dtype and every
+/// operand's layout suits it; `Ok(false)` leaves the launch to this file's kernels.
+fn run_fused(spec: &Sdpa, launch: &Launch<'_>) -> Result<bool> {
+    let rounded = crate::settings::host::attention_operands() == crate::settings::host::AttentionOperands::Input;
+    if !rounded || !matches!(spec.dtype, DType::Float16 | DType::Bfloat16) {
+        return Ok(false);
+    }
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    if !fused(spec, &metas)? {
+        return Ok(false);
+    }
+    let (q, k, v, out) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2], &launch.outputs[0]);
+    let layouts = [q, k, v, out].map(cudnn_layout);
+    let mask = launch.inputs.get(3);
+    let (Some(lq), Some(lk), Some(lv), Some(lo)) = (layouts[0], layouts[1], layouts[2], layouts[3]) else {
+        return Ok(false);
+    };
+    let mask_layout = match mask.map(cudnn_layout) {
+        Some(None) => return Ok(false),
+        given => given.flatten(),
+    };
+    let z = spec.sizes(&metas)?;
+    let call = Call {
+        device: out.device(),
+        dtype: spec.dtype,
+        shape: z,
+        causal: spec.causal,
+        scale: spec.scale_for(z.d).to_bits(),
+        operands: [lq, lk, lv, lo],
+        mask: mask_layout,
+    };
+    super::cudnn::version().map_err(|e| {
+        KernelError::Device(format!(
+            "sdpa on {} is cuDNN's fused attention on CUDA, and {e}; install cuDNN 9 \
+             (pip install nvidia-cudnn-cu13), or keep attention's probabilities in float32 \
+             (nbxtensor.host.set_attention_operands) for this backend's own kernel",
+            spec.dtype
+        ))
+    })?;
+    let plan = fused_attention::plan(&call)?;
+    let workspace = workspace_of("sdpa", &launch.workspace, plan.workspace)?;
+    let at = Addresses {
+        operands: [device_ptr(q), device_ptr(k), device_ptr(v), device_ptr(out)],
+        mask: mask.map_or(0, device_ptr),
+        workspace,
+    };
+    fused_attention::execute(out.device(), &plan, &at)?;
+    Ok(true)
 }
 
 fn strides_of(t: &Tensor) -> Strides {
@@ -93,7 +209,7 @@ fn int(value: i64) -> Result<i32> {
 
 fn run(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
     let (q, k, v, out) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2], &launch.outputs[0]);
-    if out.numel() == 0 {
+    if out.numel() == 0 || run_fused(spec, &launch)? {
         return Ok(());
     }
     let (b, hq, sq, sk, dv) = extents(q.shape(), k.shape(), v.shape())?;
@@ -180,7 +296,6 @@ pub fn register_all(table: &mut LaunchTable) {
 mod tests {
     use super::*;
     use crate::backend::{cpu::cpu, Backend};
-    use crate::dtype::DType;
     use crate::kernel::{AttrValue, Attrs};
     use crate::ops::spec;
 
@@ -193,11 +308,25 @@ mod tests {
         // one query row over 1000 keys: 4 splits of 256, each (max, sum, 64 values) per head
         let decode = kernel.declare(&[meta(&[2, 8, 1, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();
         assert_eq!(decode.workspace, 4 * 2 * 8 * 4 * (2 + 64));
-        // prefill, and a short decode, need none
+        // prefill, and a short decode, are cuDNN's: its workspace
         let prefill =
             kernel.declare(&[meta(&[2, 8, 5, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();
         let short = kernel.declare(&[meta(&[2, 8, 1, 64]), meta(&[2, 2, 256, 64]), meta(&[2, 2, 256, 64])]).unwrap();
-        assert_eq!((prefill.workspace, short.workspace), (0, 0));
+        let fused = fused_attention::WORKSPACE_BYTES;
+        assert_eq!((prefill.workspace, short.workspace), (fused, fused));
+        // what cuDNN does not serve needs none: a head dim past 128, values of another width,
+        // more queries than keys under the causal mask, float32
+        for (q, k, v, dtype) in [
+            ([2, 8, 5, 136], [2, 2, 9, 136], [2, 2, 9, 136], f),
+            ([2, 8, 5, 64], [2, 2, 9, 64], [2, 2, 9, 32], f),
+            ([2, 8, 12, 64], [2, 2, 9, 64], [2, 2, 9, 64], f),
+            ([2, 8, 5, 64], [2, 2, 9, 64], [2, 2, 9, 64], DType::Float32),
+        ] {
+            let kernel =
+                super::super::cuda_backend(0).launches().kernel(spec::bind("sdpa", dtype, &causal).unwrap()).unwrap();
+            let metas = [q, k, v].map(|s: [i64; 4]| TensorMeta::new(dtype, &s));
+            assert_eq!(kernel.declare(&metas).unwrap().workspace, 0, "{q:?} {k:?} {v:?} {dtype}");
+        }
         // everything else is the spec's, as the CPU declares it
         let on_cpu = cpu().launches().kernel(spec::bind("sdpa", f, &causal).unwrap()).unwrap();
         let cpu = on_cpu.declare(&[meta(&[2, 8, 5, 64]), meta(&[2, 2, 1000, 64]), meta(&[2, 2, 1000, 64])]).unwrap();

@@ -18,7 +18,7 @@ use super::addressing::storage_ptr;
 use super::copy::copy_elements;
 use super::indexer::{Indexer, Operand};
 use super::launch::{device_context, device_ptr};
-use super::memory::{preload, CudaLibrary};
+use super::memory::{preload, require_symbols, CudaLibrary};
 use super::register_with_workspace;
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
@@ -66,12 +66,7 @@ fn handle(device: Device) -> Result<sys::cublasLtHandle_t> {
             preload(CudaLibrary::CublasLt).map_err(|e| format!("cuBLASLt is not available: {e}"))?;
             // SAFETY: the library is loaded, so culib() finds it by name.
             let lib = unsafe { sys::culib() };
-            for name in CUBLASLT_SYMBOLS {
-                // SAFETY: looking a symbol up has no side effect.
-                if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
-                    return Err(format!("cuBLASLt is not usable: its library has no entry point {name}"));
-                }
-            }
+            require_symbols(lib, "cuBLASLt", CUBLASLT_SYMBOLS)?;
             Ok(())
         })
         .clone()

@@ -4,7 +4,7 @@
 //! the compiler's version. A cached file holds its whole key and is used only when the key matches
 //! byte for byte; an unreadable or stale file is compiled again and rewritten.
 
-use super::memory::{preload, CudaLibrary};
+use super::memory::{preload, require_symbols, CudaLibrary};
 use super::source::{KernelSource, PRELUDE};
 use crate::kernel::KernelError;
 use crate::settings::host;
@@ -44,12 +44,7 @@ pub fn nvrtc_version() -> Result<(i32, i32), KernelError> {
             preload(CudaLibrary::Nvrtc).map_err(|e| format!("NVRTC is not available: {e}"))?;
             // SAFETY: the library is loaded, so culib() finds it by name.
             let lib = unsafe { sys::culib() };
-            for name in NVRTC_SYMBOLS {
-                // SAFETY: looking a symbol up has no side effect.
-                if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
-                    return Err(format!("NVRTC is not usable: its library has no entry point {name}"));
-                }
-            }
+            require_symbols(lib, "NVRTC", NVRTC_SYMBOLS)?;
             let (mut major, mut minor) = (0, 0);
             // SAFETY: the symbol exists; pointers are valid.
             check(unsafe { sys::nvrtcVersion(&mut major, &mut minor) }, "nvrtcVersion")?;

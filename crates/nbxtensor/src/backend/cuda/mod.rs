@@ -17,6 +17,7 @@ mod cast;
 mod compare;
 mod compile;
 mod copy;
+pub mod cudnn;
 mod dims;
 mod gather;
 mod graph;

@@ -18,7 +18,7 @@ use crate::shape;
 use std::sync::Arc;
 
 /// The sizes of one attention call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AttentionShape {
     /// Batch.
     pub b: usize,

@@ -1,6 +1,6 @@
 //! Finding the CUDA libraries where users have them, before cudarc opens them by name.
 //!
-//! cudarc opens `libcuda.so.1`, `libnvrtc.so.13` and `libcublasLt.so.13` by name, which finds
+//! cudarc opens `libcuda.so.1`, `libnvrtc.so.13`, `libcublasLt.so.13` and `libcudnn.so.9` by name, which finds
 //! only what the loader's path and cache list. Many machines keep them elsewhere: under
 //! `$CUDA_HOME/lib64`, `/usr/local/cuda/lib64`, or the `lib` folders of the pip `nvidia-*`
 //! wheels. Loading a library once by its full path (process-wide) makes the later open by name
@@ -18,6 +18,8 @@ pub enum CudaLibrary {
     Nvrtc,
     /// The matrix-product library (`libcublasLt.so.13`).
     CublasLt,
+    /// The deep-learning library (`libcudnn.so.9`), for fused attention.
+    Cudnn,
 }
 
 impl CudaLibrary {
@@ -27,6 +29,21 @@ impl CudaLibrary {
             CudaLibrary::Driver => &["libcuda.so.1", "libcuda.so"],
             CudaLibrary::Nvrtc => &["libnvrtc.so.13", "libnvrtc.so"],
             CudaLibrary::CublasLt => &["libcublasLt.so.13", "libcublasLt.so"],
+            CudaLibrary::Cudnn => &["libcudnn.so.9"],
+        }
+    }
+
+    /// The libraries of the same folder the library itself opens by name at run time (cuDNN 9's
+    /// graph, heuristic and engine parts), loaded from that folder beside it, in this order.
+    pub fn parts(self) -> &'static [&'static str] {
+        match self {
+            CudaLibrary::Cudnn => &[
+                "libcudnn_graph.so.9",
+                "libcudnn_heuristic.so.9",
+                "libcudnn_engines_precompiled.so.9",
+                "libcudnn_engines_runtime_compiled.so.9",
+            ],
+            _ => &[],
         }
     }
 }
@@ -80,6 +97,18 @@ pub fn preload(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
     found
 }
 
+/// Checks that a loaded library has every entry point this build calls; the error names the
+/// library (`what`) and the first one missing.
+pub fn require_symbols(lib: &libloading::Library, what: &str, symbols: &[&str]) -> Result<(), String> {
+    for name in symbols {
+        // SAFETY: looking a symbol up has no side effect.
+        if unsafe { lib.get::<*const ()>(name.as_bytes()) }.is_err() {
+            return Err(format!("{what} is not usable: its library has no entry point {name}"));
+        }
+    }
+    Ok(())
+}
+
 fn locate(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
     for name in library.file_names() {
         // SAFETY: loading a CUDA library runs its initialisers, which have no preconditions.
@@ -94,6 +123,14 @@ fn locate(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
             let path = folder.join(name);
             if !path.is_file() {
                 continue;
+            }
+            for part in library.parts() {
+                let part = folder.join(part);
+                // SAFETY: as above.
+                match unsafe { libloading::Library::new(&part) } {
+                    Ok(lib) => std::mem::forget(lib),
+                    Err(e) => return Err(format!("{} was found but could not be loaded: {e}", part.display())),
+                }
             }
             // SAFETY: as above.
             match unsafe { libloading::Library::new(&path) } {

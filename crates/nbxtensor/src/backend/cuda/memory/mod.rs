@@ -21,4 +21,4 @@ pub use context::{context, CudaContext};
 pub use driver::{
     check, describe, driver, is_available, CudaDeviceInfo, Driver, DRIVER_SYMBOLS, REQUIRED_DRIVER_VERSION,
 };
-pub use libraries::{preload, search_folders, CudaLibrary};
+pub use libraries::{preload, require_symbols, search_folders, CudaLibrary};
