@@ -1,11 +1,14 @@
 //! The concurrency suite on the GPU (the CPU's is `tests/concurrency.rs`): 8 threads × 1,000
 //! iterations of eager op calls, one shared replay (a CUDA graph), one shared executable,
 //! captures (each thread recording graphs of its own while the others launch), settings churn,
-//! per-thread launch observers and a shared generator whose draws go through the device;
+//! per-thread launch observers, a shared generator whose draws go through the device, and
+//! cuDNN's fused attention run eagerly and captured at once (its one handle bound to each
+//! caller's stream);
 //! every value read back and asserted, every case bounded in time. Skips, saying so, without a
 //! device.
 
-use super::common::gpu;
+use super::attention::operands;
+use super::common::{gpu, Draw};
 use nbxtensor::kernel::Attrs;
 use nbxtensor::memory::Device;
 use nbxtensor::ops;
@@ -14,6 +17,7 @@ use nbxtensor::random::Generator;
 use nbxtensor::settings::launch_observer::{self, KeyRecorder};
 use nbxtensor::settings::{memory_limit, threads};
 use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -183,4 +187,29 @@ fn eight_threads_share_the_gpu_and_get_their_own_answers() {
     got.sort_by(f32::total_cmp);
     want.sort_by(f32::total_cmp);
     assert_eq!(got, want, "every draw read words of its own");
+
+    // cuDNN: half the threads call fused attention eagerly (on the shared stream) while the
+    // others capture it into graphs of their own (on their recording streams) and replay them;
+    // every output byte-equal to one eager call's (cuDNN's forward is deterministic)
+    let [q, k, v] = operands(&mut Draw::new(63), DType::Bfloat16, [1, 2, 2, 64, 64, 64, 64]);
+    let (q, k, v) = (q.to(device).unwrap(), k.to(device).unwrap(), v.to(device).unwrap());
+    let attend =
+        |inputs: &[Tensor]| -> Result<Vec<Tensor>, ProgramError> { Ok(ops::call("sdpa", &Attrs::new(), &[&inputs[0], &inputs[1], &inputs[2]])?) };
+    let bytes = |t: &Tensor| t.to(Device::CPU).unwrap().to_bytes().unwrap();
+    let want = bytes(&attend(&[q.clone(), k.clone(), v.clone()]).unwrap()[0]);
+    on_threads("fused attention", move |i, wrong| {
+        let inputs = [q.clone(), k.clone(), v.clone()];
+        for _ in 0..ITERATIONS {
+            let out = if i % 2 == 0 {
+                attend(&inputs).unwrap().remove(0)
+            } else {
+                let traced = program::trace(&inputs, attend).unwrap();
+                let executable = Executable::new(traced.clone(), traced.plan().unwrap()).unwrap();
+                let replay = executable.capture(&inputs.iter().collect::<Vec<_>>()).unwrap();
+                check(wrong, replay.graph().is_some());
+                replay.run(&inputs.iter().collect::<Vec<_>>()).unwrap().remove(0)
+            };
+            check(wrong, bytes(&out) == want);
+        }
+    });
 }

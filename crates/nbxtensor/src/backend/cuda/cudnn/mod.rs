@@ -74,10 +74,12 @@ pub fn check(status: sys::cudnnStatus_t, call: &str) -> Result<()> {
     Err(KernelError::Device(format!("{call} failed: {name}{detail}")))
 }
 
-/// A device's cuDNN handle, bound to the device's stream. Calls through it take its lock (a
-/// handle is not for concurrent use).
+/// A device's cuDNN handle. Calls through it take its lock (a handle is not for concurrent
+/// use) and bind it first to the calling thread's stream ([`Handle::on_stream`]).
 pub struct Handle {
     raw: sys::cudnnHandle_t,
+    /// The stream the handle is bound to now.
+    stream: sys::cudaStream_t,
 }
 
 // SAFETY: the handle is used only under its lock, with the device's context current.
@@ -88,14 +90,27 @@ impl Handle {
     pub fn raw(&self) -> sys::cudnnHandle_t {
         self.raw
     }
+
+    /// Binds the handle to `stream` (the calling thread's: the device's shared stream, or the
+    /// stream it records a graph on), so that what it runs next is ordered there.
+    pub fn on_stream(&mut self, stream: cudarc::driver::sys::CUstream) -> Result<()> {
+        let stream = stream as sys::cudaStream_t;
+        if stream != self.stream {
+            // SAFETY: the handle is ours under the lock; the stream belongs to its device.
+            check(unsafe { sys::cudnnSetStream(self.raw, stream) }, "cudnnSetStream")?;
+            self.stream = stream;
+        }
+        Ok(())
+    }
 }
 
-/// The cuDNN handle of `device`, made at first use (after the library is found), its stream
-/// the device's one stream, the device's context current on this thread.
+/// The cuDNN handle of `device`, made at first use (after the library is found), the device's
+/// context current on this thread.
 pub fn handle(device: Device) -> Result<Arc<Mutex<Handle>>> {
     version().map_err(KernelError::Device)?;
     static HANDLES: OnceLock<Mutex<HashMap<u32, Arc<Mutex<Handle>>>>> = OnceLock::new();
-    let context = device_context(device)?;
+    // Binds the device's context to this thread (cuDNN's handle is made in it).
+    device_context(device)?;
     let mut handles = HANDLES.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(h) = handles.get(&device.index) {
         return Ok(Arc::clone(h));
@@ -103,9 +118,7 @@ pub fn handle(device: Device) -> Result<Arc<Mutex<Handle>>> {
     let mut raw: sys::cudnnHandle_t = std::ptr::null_mut();
     // SAFETY: the device's context is current; the pointer is valid.
     check(unsafe { sys::cudnnCreate(&mut raw) }, "cudnnCreate")?;
-    // SAFETY: the handle was just made; the stream lives for the process.
-    check(unsafe { sys::cudnnSetStream(raw, context.stream() as sys::cudaStream_t) }, "cudnnSetStream")?;
-    let handle = Arc::new(Mutex::new(Handle { raw }));
+    let handle = Arc::new(Mutex::new(Handle { raw, stream: std::ptr::null_mut() }));
     handles.insert(device.index, Arc::clone(&handle));
     Ok(handle)
 }
