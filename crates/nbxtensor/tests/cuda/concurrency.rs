@@ -188,17 +188,20 @@ fn eight_threads_share_the_gpu_and_get_their_own_answers() {
     want.sort_by(f32::total_cmp);
     assert_eq!(got, want, "every draw read words of its own");
 
-    // cuDNN: half the threads call fused attention eagerly (on the shared stream) while the
-    // others capture it into graphs of their own (on their recording streams) and replay them;
-    // every output byte-equal to one eager call's (cuDNN's forward is deterministic)
+    // cuDNN: every thread calls fused attention eagerly (one handle, taken in turns); then
+    // half the threads call it eagerly (on the shared stream) while the others capture it into
+    // graphs of their own (on their recording streams) and replay them; every output
+    // byte-equal to one eager call's (cuDNN's forward is deterministic)
     let [q, k, v] = operands(&mut Draw::new(63), DType::Bfloat16, [1, 2, 2, 64, 64, 64, 64]);
-    let (q, k, v) = (q.to(device).unwrap(), k.to(device).unwrap(), v.to(device).unwrap());
-    let attend =
-        |inputs: &[Tensor]| -> Result<Vec<Tensor>, ProgramError> { Ok(ops::call("sdpa", &Attrs::new(), &[&inputs[0], &inputs[1], &inputs[2]])?) };
-    let bytes = |t: &Tensor| t.to(Device::CPU).unwrap().to_bytes().unwrap();
-    let want = bytes(&attend(&[q.clone(), k.clone(), v.clone()]).unwrap()[0]);
-    on_threads("fused attention", move |i, wrong| {
-        let inputs = [q.clone(), k.clone(), v.clone()];
+    let inputs = [q.to(device).unwrap(), k.to(device).unwrap(), v.to(device).unwrap()];
+    let want = Arc::new(bytes(&attend(&inputs).unwrap()[0]));
+    let (shared, expected) = (inputs.clone(), Arc::clone(&want));
+    on_threads("fused attention, eager", move |_, wrong| {
+        for _ in 0..ITERATIONS {
+            check(wrong, bytes(&attend(&shared).unwrap()[0]) == *expected);
+        }
+    });
+    on_threads("fused attention, eager and captured", move |i, wrong| {
         for _ in 0..ITERATIONS {
             let out = if i % 2 == 0 {
                 attend(&inputs).unwrap().remove(0)
@@ -209,7 +212,17 @@ fn eight_threads_share_the_gpu_and_get_their_own_answers() {
                 check(wrong, replay.graph().is_some());
                 replay.run(&inputs.iter().collect::<Vec<_>>()).unwrap().remove(0)
             };
-            check(wrong, bytes(&out) == want);
+            check(wrong, bytes(&out) == *want);
         }
     });
+}
+
+/// sdpa with its defaults (cuDNN's fused attention for half inputs on a GPU).
+fn attend(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
+    Ok(ops::call("sdpa", &Attrs::new(), &[&inputs[0], &inputs[1], &inputs[2]])?)
+}
+
+/// A tensor's bytes, read back to the host.
+fn bytes(t: &Tensor) -> Vec<u8> {
+    t.to(Device::CPU).unwrap().to_bytes().unwrap()
 }

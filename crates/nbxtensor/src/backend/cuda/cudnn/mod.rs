@@ -78,8 +78,6 @@ pub fn check(status: sys::cudnnStatus_t, call: &str) -> Result<()> {
 /// use) and bind it first to the calling thread's stream ([`Handle::on_stream`]).
 pub struct Handle {
     raw: sys::cudnnHandle_t,
-    /// The stream the handle is bound to now.
-    stream: sys::cudaStream_t,
 }
 
 // SAFETY: the handle is used only under its lock, with the device's context current.
@@ -93,14 +91,11 @@ impl Handle {
 
     /// Binds the handle to `stream` (the calling thread's: the device's shared stream, or the
     /// stream it records a graph on), so that what it runs next is ordered there.
+    /// Bound at every call, never skipped as "already bound": a recording stream is destroyed
+    /// after its capture and a later one may reuse its address.
     pub fn on_stream(&mut self, stream: cudarc::driver::sys::CUstream) -> Result<()> {
-        let stream = stream as sys::cudaStream_t;
-        if stream != self.stream {
-            // SAFETY: the handle is ours under the lock; the stream belongs to its device.
-            check(unsafe { sys::cudnnSetStream(self.raw, stream) }, "cudnnSetStream")?;
-            self.stream = stream;
-        }
-        Ok(())
+        // SAFETY: the handle is ours under the lock; the stream belongs to its device.
+        check(unsafe { sys::cudnnSetStream(self.raw, stream as sys::cudaStream_t) }, "cudnnSetStream")
     }
 }
 
@@ -118,7 +113,7 @@ pub fn handle(device: Device) -> Result<Arc<Mutex<Handle>>> {
     let mut raw: sys::cudnnHandle_t = std::ptr::null_mut();
     // SAFETY: the device's context is current; the pointer is valid.
     check(unsafe { sys::cudnnCreate(&mut raw) }, "cudnnCreate")?;
-    let handle = Arc::new(Mutex::new(Handle { raw, stream: std::ptr::null_mut() }));
+    let handle = Arc::new(Mutex::new(Handle { raw }));
     handles.insert(device.index, Arc::clone(&handle));
     Ok(handle)
 }
