@@ -163,3 +163,19 @@ def test_decode_attention_and_cache_writes_on_the_gpu_match_float64_and_replay_a
         ref = decode_reference(f64(x[0].to("cpu")), f64(kc.to("cpu")), f64(vc.to("cpu")), [at + 1])
         np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
         np.testing.assert_array_equal(f64(x[1].to("cpu"))[0, :, 0], f64(kc.to("cpu"))[0, :, at])
+
+
+CONCURRENCY = Path(__file__).with_name("concurrency_cases.py")
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", ["eager_ops", "shared_replays", "shared_executables", "captures", "settings_churn",
+                                  "observers", "generators"])
+def test_the_concurrency_suite_on_the_gpu(case):
+    """tests/concurrency_cases.py with its tensors on cuda:0: 8 threads x 1,000 iterations, every
+    value read back and asserted (test_concurrency.py runs the same cases on the CPU)."""
+    result = subprocess.run([sys.executable, str(CONCURRENCY), case, "8", "1000", "cuda"],
+                            capture_output=True, text=True, timeout=300)
+    print(result.stdout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "8 threads x 1000 iterations, 0 wrong, 0 hung" in result.stdout and "on cuda" in result.stdout

@@ -1,8 +1,10 @@
 //! `nbx generate`: greedy decoding of a Llama-family checkpoint from a text prompt (through
 //! the model's `tokenizer.json`) or a JSON list of token ids. The generated text (or ids)
 //! goes to stdout as it comes, prefill and decode tokens per second to stderr; `--output`
-//! writes the ids and the prompt's last logits as JSON (to a temporary file, then renamed).
+//! writes the ids and the prompt's last logits as JSON (the path checked before any work, written
+//! to a temporary file and renamed: `files::Output`).
 
+use crate::files::Output;
 use nbxtensor_models::llama::{bucket, Generator, Llama};
 use nbxtensor_models::TextTokenizer;
 use std::io::Write;
@@ -96,25 +98,15 @@ fn read_ids(path: &Path) -> Result<Vec<i64>, String> {
         .map_err(|e| format!("--prompt-ids {} is not a JSON list of token ids: {e}", path.display()))
 }
 
-/// Writes `json` to `path` through a temporary file beside it, renamed into place.
-fn write_atomically(path: &Path, json: &str) -> Result<(), String> {
-    let name = path.file_name().ok_or_else(|| format!("--output {} is not a file path", path.display()))?;
-    let mut temporary = name.to_os_string();
-    temporary.push(format!(".tmp{}", std::process::id()));
-    let temporary = path.with_file_name(temporary);
-    std::fs::write(&temporary, json).map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
-    std::fs::rename(&temporary, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        format!("cannot write the output {}: {e}", path.display())
-    })
-}
-
 /// Runs `nbx generate`.
 pub fn run(o: &GenerateOptions) -> Result<(), String> {
     nbxtensor::settings::threads::set_threads(o.threads).map_err(|e| e.to_string())?;
     if !o.model.is_dir() {
         return Err(format!("no model directory {} (see --model)", o.model.display()));
     }
+    // the output path checked (and its temporary file made) before any work
+    let input = o.prompt_ids.as_deref().unwrap_or(&o.model);
+    let output = o.output.as_deref().map(|path| Output::prepare(path, input)).transpose()?;
     let llama = Llama::open(&o.model).map_err(|e| e.to_string())?;
     let limit = llama.config.max_position_embeddings;
     let tokenizer_path = o.model.join("tokenizer.json");
@@ -198,13 +190,13 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         generator.capacity(),
         mib(memory.arena_bytes)
     );
-    if let Some(path) = &o.output {
+    if let (Some(output), Some(path)) = (output, &o.output) {
         let json = serde_json::json!({
             "prompt_ids": generation.prompt_ids,
             "generated_ids": generation.generated_ids,
             "prefill_last_logits": generation.prefill_last_logits,
         });
-        write_atomically(path, &json.to_string())?;
+        output.commit(json.to_string().as_bytes())?;
         eprintln!("nbx: wrote {}", path.display());
     }
     Ok(())

@@ -8,6 +8,7 @@
 
 mod args;
 mod embed;
+mod files;
 mod generate;
 mod price;
 

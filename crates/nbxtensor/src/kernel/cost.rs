@@ -73,7 +73,7 @@ impl Cost {
     /// A cost with these outputs, reading `bytes_read`, and `flops`; writes counted from the
     /// outputs; no workspace, scratch, in-place pair or updated input.
     pub fn simple(outputs: Vec<TensorMeta>, bytes_read: u64, flops: u64) -> Result<Cost> {
-        let bytes_written = outputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        let bytes_written = total_bytes(&outputs)?;
         Ok(Cost {
             outputs,
             workspace: 0,
@@ -85,4 +85,26 @@ impl Cost {
             updates: Vec::new(),
         })
     }
+}
+
+/// The bytes of `metas` together (each checked as [`TensorMeta::bytes`]), saturating at
+/// `u64::MAX`: a declaration's traffic of broadcast inputs may count more bytes than 64 bits
+/// hold (each is a view; the count is an estimate for pricing, never an allocation).
+pub fn total_bytes(metas: &[TensorMeta]) -> Result<u64> {
+    metas.iter().try_fold(0u64, |sum, m| Ok(sum.saturating_add(m.bytes()?)))
+}
+
+/// The product of `factors`, saturating at `u64::MAX` (flop counts of broadcast inputs).
+///
+/// ```
+/// use nbxtensor::kernel::saturating_product;
+/// assert_eq!(saturating_product(&[2, 3, 7]), 42);
+/// assert_eq!(saturating_product(&[1 << 62, 7]), u64::MAX);
+/// assert_eq!(saturating_product(&[u64::MAX, 0]), 0);
+/// ```
+pub fn saturating_product(factors: &[u64]) -> u64 {
+    if factors.contains(&0) {
+        return 0;
+    }
+    factors.iter().fold(1u64, |p, &f| p.saturating_mul(f))
 }

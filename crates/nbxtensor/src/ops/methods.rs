@@ -259,7 +259,8 @@ impl Tensor {
         Ok(one(apply("clip", &[self], |dtype| Unary::clip(dtype, min, max))?))
     }
 
-    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted.
+    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted; a
+    /// condition of another dtype is refused by name (it is not read as bool).
     pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
         if self.dtype() != DType::Bool {
             return Err(KernelError::Invalid(format!(

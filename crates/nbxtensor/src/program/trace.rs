@@ -144,7 +144,16 @@ fn record(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>
         })
         .collect::<Result<Vec<_>>>()?;
     ops::start_recording()?;
+    /// Ends the recording if the model panics, so the thread can trace again.
+    struct StopOnUnwind;
+    impl Drop for StopOnUnwind {
+        fn drop(&mut self) {
+            ops::finish_recording();
+        }
+    }
+    let stop = StopOnUnwind;
     let returned = model(&stand_ins);
+    std::mem::forget(stop);
     let launches = ops::finish_recording();
     let returned = returned?;
 

@@ -40,7 +40,7 @@ fn splits(t: usize) -> usize {
 fn per_batch(t: &Tensor, b: usize) -> Result<Vec<i64>> {
     let values: Vec<i64> = match t.dtype() {
         DType::Int32 => read::<i32>(t)?.iter().map(|&v| i64::from(v)).collect(),
-        DType::Int64 => read::<i64>(t)?.into_owned(),
+        DType::Int64 => read::<i64>(t)?.to_vec(),
         other => return Err(invalid(format!("a position or length of {other}"))),
     };
     Ok(if values.len() == 1 { vec![values[0]; b] } else { values })

@@ -12,6 +12,7 @@
 //! at its first launch, kept in a process-wide table, and run on the device's stream, so it
 //! is captured into CUDA graphs like any launch.
 
+use super::super::launch::device_context;
 use super::{handle, Descriptor};
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
@@ -352,10 +353,12 @@ pub struct Addresses {
     pub workspace: u64,
 }
 
-/// Runs `plan` on the device's stream (its context made current by `handle`).
+/// Runs `plan` on the calling thread's stream of the device (its context made current by
+/// `handle`).
 pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
     let handle = handle(device)?;
-    let handle = handle.lock().unwrap_or_else(|e| e.into_inner());
+    let mut handle = handle.lock().unwrap_or_else(|e| e.into_inner());
+    handle.on_stream(device_context(device)?.stream())?;
     let scalars: &Scalars = &plan.scalars;
     let mut uids = vec![Q, K, V, O, SCALE];
     let mut pointers: Vec<*mut c_void> = at.operands.iter().map(|&p| p as *mut c_void).collect();
