@@ -1,5 +1,5 @@
-//! The files of `nbx embed` and `nbx generate`: the input read and checked, and the output path checked, before
-//! any work; the output written to a temporary file beside it and renamed over it at the
+//! The files of `nbx embed` and `nbx generate`: the input read and checked, and the output
+//! path checked, before any work; the output written to a temporary file beside it and renamed over it at the
 //! end, so an interrupted run leaves the previous output (or none) and never a truncated one.
 
 use std::fs::File;
