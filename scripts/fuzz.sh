@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bounded fuzzing of every target in fuzz/ (docs/FUZZING.md): SECONDS each (default 60), from
 # the seeds in fuzz/seeds/<target> (every input a fuzz run ever crashed on, and valid files)
-# and the growing corpus fuzz/corpus/<target>. libFuzzer with AddressSanitizer through
+# and the growing corpus fuzz/corpus/<target>; SECONDS 0 runs every seed and corpus input once
+# and makes no new ones (a regression run of every input that ever crashed). libFuzzer with AddressSanitizer through
 # cargo-fuzz, installed when missing; on stable Rust through RUSTC_BOOTSTRAP=1 (the sanitizer
 # flags are nightly-only). Fails on the first crash, whose input lands in fuzz/artifacts/.
 #
@@ -24,8 +25,9 @@ for target in safetensors_header dlpack_import op_call; do
     seeds=()
     if [ -d "fuzz/seeds/$target" ]; then seeds=("fuzz/seeds/$target"); fi
     log="fuzz/target/$target.log"
+    if [ "$seconds" = 0 ]; then bound=(-runs=0); else bound=(-max_total_time="$seconds"); fi
     if ! cargo fuzz run --codegen-units 16 "$target" "fuzz/corpus/$target" ${seeds[@]+"${seeds[@]}"} -- \
-        -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1; then
+        "${bound[@]}" -print_final_stats=1 >"$log" 2>&1; then
         grep -v NEW_FUNC "$log" | tail -n 120 >&2
         echo "fuzz: $target crashed (its input is in fuzz/artifacts/$target/; the log is $log)" >&2
         exit 1

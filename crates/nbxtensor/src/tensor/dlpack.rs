@@ -351,8 +351,16 @@ fn place(
     };
     let size = itemsize as i128;
     let first = data as i128 + i128::from(byte_offset);
-    let (start, end) = (first + reach.low * size, first + (reach.high + 1) * size);
     let top = ADDRESS_TOP;
+    // |reach| < 2^126 elements, times the element's bytes: checked, an overflow lies
+    // outside every address space as surely as a span past the top
+    let byte = |element: i128| element.checked_mul(size).and_then(|b| b.checked_add(first));
+    let (Some(start), Some(end)) = (byte(reach.low), reach.high.checked_add(1).and_then(byte)) else {
+        return Err(format!(
+            "its bytes lie outside the address space (0..{top}): elements {}..={} of {itemsize} bytes",
+            reach.low, reach.high
+        ));
+    };
     if start < 0 || end > top {
         return Err(format!("its bytes {start}..{end} lie outside the address space (0..{top})"));
     }
@@ -375,6 +383,10 @@ mod tests {
         assert_eq!(place(at, 8, &[3], &[1], 4), Ok(Some(Placed { base: at + 8, len: 12, offset: 0 })));
         assert_eq!(place(at, 0, &[3], &[-1], 4), Ok(Some(Placed { base: at - 8, len: 12, offset: 2 })));
         assert_eq!(place(at, u64::MAX, &[0], &[1], 4), Ok(None), "no element: nothing is read");
+        // found by the dlpack_import fuzz target: 2^62 elements 2^63 - 1 apart reach 2^125
+        // elements, whose bytes (16 each) overflowed 128 bits
+        let wide = place(at, 0, &[1 << 62], &[i64::MAX], 16).unwrap_err();
+        assert!(wide.contains("outside the address space"), "{wide}");
         for (offset, shape, strides) in [
             (1u64 << 63, vec![1i64], vec![1i64]),
             (u64::MAX, vec![1], vec![1]),

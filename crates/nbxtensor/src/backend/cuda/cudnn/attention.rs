@@ -358,7 +358,7 @@ pub struct Addresses {
 pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
     let handle = handle(device)?;
     let mut handle = handle.lock().unwrap_or_else(|e| e.into_inner());
-    handle.on_stream(device_context(device)?.stream())?;
+    let context = device_context(device)?;
     let scalars: &Scalars = &plan.scalars;
     let mut uids = vec![Q, K, V, O, SCALE];
     let mut pointers: Vec<*mut c_void> = at.operands.iter().map(|&p| p as *mut c_void).collect();
@@ -380,7 +380,9 @@ pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &pointers)?
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[at.workspace as *mut c_void])?
         .finalize()?;
-    // SAFETY: the plan and pack are finalized; every address is live for the launch (the
-    // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
-    super::check(unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) }, "cudnnBackendExecute")
+    handle.on_stream(context.stream(), context.shared_stream(), |handle| {
+        // SAFETY: the plan and pack are finalized; every address is live for the launch (the
+        // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
+        super::check(unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) }, "cudnnBackendExecute")
+    })
 }

@@ -86,6 +86,11 @@ impl CudaContext {
         }
     }
 
+    /// The context's shared stream, whatever this thread is recording.
+    pub fn shared_stream(&self) -> sys::CUstream {
+        self.stream
+    }
+
     /// Runs `record(stream)` with a new stream of this context as this thread's
     /// [`stream`](Self::stream) (every launch the thread queues meanwhile goes to it), then
     /// destroys the stream. What other threads queue meanwhile goes to the shared stream, so a
