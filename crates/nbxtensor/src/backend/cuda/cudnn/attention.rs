@@ -383,6 +383,9 @@ pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
     handle.on_stream(context.stream(), context.shared_stream(), |handle| {
         // SAFETY: the plan and pack are finalized; every address is live for the launch (the
         // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
-        super::check(unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) }, "cudnnBackendExecute")
+        super::check(
+            unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) },
+            "cudnnBackendExecute",
+        )
     })
 }
