@@ -9,6 +9,7 @@
 pub mod bert;
 mod error;
 pub mod llama;
+mod named;
 mod sentence;
 mod tokenize;
 

@@ -5,6 +5,7 @@
 
 use super::LlamaConfig;
 use crate::error::{ModelError, Result};
+use crate::named::Named;
 use nbxtensor::io::safetensors::load;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
@@ -58,26 +59,10 @@ pub struct LlamaWeights {
     pub tied: bool,
 }
 
-/// The tensors of a checkpoint by name, taken one at a time with their shape checked.
-struct Named {
-    source: String,
-    tensors: HashMap<String, Tensor>,
-}
-
 impl Named {
-    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let tensor = self
-            .tensors
-            .remove(name)
-            .ok_or_else(|| ModelError::Files(format!("{}: no tensor named {name:?}", self.source)))?;
-        let want: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        if tensor.shape() != want.as_slice() {
-            return Err(ModelError::Files(format!(
-                "{}: {name} is {:?}, the config asks for {want:?}",
-                self.source,
-                tensor.shape()
-            )));
-        }
+    /// The tensor `name` of `shape` (see [`Named::take`]) in float32 (half checkpoints cast).
+    fn float(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let tensor = self.take(name, shape)?;
         match tensor.dtype() {
             DType::Float32 => Ok(tensor),
             DType::Float16 | DType::Bfloat16 => Ok(tensor.cast(DType::Float32)?),
@@ -86,8 +71,8 @@ impl Named {
     }
 
     fn projection(&mut self, name: &str, out: usize, input: usize, bias: bool) -> Result<Projection> {
-        let weight = self.take(&format!("{name}.weight"), &[out, input])?;
-        let bias = if bias { Some(self.take(&format!("{name}.bias"), &[out])?) } else { None };
+        let weight = self.float(&format!("{name}.weight"), &[out, input])?;
+        let bias = if bias { Some(self.float(&format!("{name}.bias"), &[out])?) } else { None };
         Ok(Projection { weight, bias })
     }
 }
@@ -161,25 +146,25 @@ impl LlamaWeights {
             Some(t) => t,
             None => !named.tensors.contains_key("lm_head.weight"),
         };
-        let embed = named.take("model.embed_tokens.weight", &[v, h])?;
+        let embed = named.float("model.embed_tokens.weight", &[v, h])?;
         let layers = (0..c.num_hidden_layers)
             .map(|n| {
                 let p = format!("model.layers.{n}");
                 Ok(LayerWeights {
-                    input_norm: named.take(&format!("{p}.input_layernorm.weight"), &[h])?,
+                    input_norm: named.float(&format!("{p}.input_layernorm.weight"), &[h])?,
                     q: named.projection(&format!("{p}.self_attn.q_proj"), q_width, h, bias)?,
                     k: named.projection(&format!("{p}.self_attn.k_proj"), kv_width, h, bias)?,
                     v: named.projection(&format!("{p}.self_attn.v_proj"), kv_width, h, bias)?,
                     o: named.projection(&format!("{p}.self_attn.o_proj"), h, q_width, false)?,
-                    post_attention_norm: named.take(&format!("{p}.post_attention_layernorm.weight"), &[h])?,
+                    post_attention_norm: named.float(&format!("{p}.post_attention_layernorm.weight"), &[h])?,
                     gate: named.projection(&format!("{p}.mlp.gate_proj"), i, h, false)?,
                     up: named.projection(&format!("{p}.mlp.up_proj"), i, h, false)?,
                     down: named.projection(&format!("{p}.mlp.down_proj"), h, i, false)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let norm = named.take("model.norm.weight", &[h])?;
-        let lm_head = if tied { embed.clone() } else { named.take("lm_head.weight", &[v, h])? };
+        let norm = named.float("model.norm.weight", &[h])?;
+        let lm_head = if tied { embed.clone() } else { named.float("lm_head.weight", &[v, h])? };
         let mut left: Vec<&String> = named.tensors.keys().collect();
         if !left.is_empty() {
             left.sort();
