@@ -3,71 +3,25 @@
 //! shared generator; every value asserted, every case bounded in time (a case that does not
 //! finish within its deadline fails as hung).
 
+mod harness;
+
+use harness::{check, triple, tripled, values, ITERATIONS, THREADS};
 use nbxtensor::kernel::Attrs;
 use nbxtensor::ops;
-use nbxtensor::program::{self, Executable, ProgramError, Replay};
+use nbxtensor::program::{self, Executable, Replay};
 use nbxtensor::random::Generator;
 use nbxtensor::settings::launch_observer::{self, KeyRecorder};
 use nbxtensor::settings::threads;
 use nbxtensor::tensor::Tensor;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const THREADS: usize = 8;
-const ITERATIONS: usize = 1000;
 const DEADLINE: Duration = Duration::from_secs(300);
 
-/// Runs `body(thread, wrong)` on every thread, started together; fails on a wrong answer
-/// (each counted in `wrong`) or on a thread still running at the deadline.
+/// A case on every thread (`harness::on_threads`), failed as hung after [`DEADLINE`].
 fn on_threads(case: &str, body: impl Fn(usize, &AtomicUsize) + Send + Sync + 'static) {
-    let body = Arc::new(body);
-    let wrong = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS));
-    let (done, finished) = mpsc::channel();
-    for thread in 0..THREADS {
-        let (body, wrong, start, done) = (Arc::clone(&body), Arc::clone(&wrong), Arc::clone(&start), done.clone());
-        std::thread::spawn(move || {
-            start.wait();
-            // a panic is a wrong answer (and the thread still reports in)
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(thread, &wrong)));
-            check(&wrong, run.is_ok());
-            let _ = done.send(thread);
-        });
-    }
-    let started = std::time::Instant::now();
-    let deadline = started + DEADLINE;
-    for _ in 0..THREADS {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        finished.recv_timeout(left).unwrap_or_else(|_| panic!("{case}: a thread hung"));
-    }
-    assert_eq!(wrong.load(Ordering::SeqCst), 0, "{case}: wrong answers");
-    // the figures (shown with --nocapture)
-    println!(
-        "{case}: {THREADS} threads x {ITERATIONS} iterations, 0 wrong, 0 hung, {:.2} s",
-        started.elapsed().as_secs_f64()
-    );
-}
-
-fn values(thread: usize, iteration: usize) -> Vec<f32> {
-    (0..64).map(|i| (thread * 100_000 + iteration + i) as f32).collect()
-}
-
-/// `3x`, as two launches.
-fn triple(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
-    let twice = ops::call("add", &Attrs::new(), &[&inputs[0], &inputs[0]])?.remove(0);
-    Ok(vec![ops::call("add", &Attrs::new(), &[&twice, &inputs[0]])?.remove(0)])
-}
-
-fn check(wrong: &AtomicUsize, ok: bool) {
-    if !ok {
-        wrong.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn tripled(v: &[f32]) -> Vec<f32> {
-    v.iter().map(|x| 3.0 * x).collect()
+    harness::on_threads(case, DEADLINE, body)
 }
 
 fn example() -> Tensor {

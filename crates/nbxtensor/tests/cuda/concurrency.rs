@@ -9,6 +9,7 @@
 
 use super::attention::operands;
 use super::common::{gpu, Draw};
+use super::harness::{self, check, triple, tripled, values, ITERATIONS, THREADS};
 use nbxtensor::kernel::Attrs;
 use nbxtensor::memory::Device;
 use nbxtensor::ops;
@@ -18,55 +19,16 @@ use nbxtensor::settings::launch_observer::{self, KeyRecorder};
 use nbxtensor::settings::{memory_limit, threads};
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-const THREADS: usize = 8;
-const ITERATIONS: usize = 1000;
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Runs `body(thread, wrong)` on every thread, started together; fails on a wrong answer or a
-/// panic (each counted in `wrong`) or on a thread still running at the deadline.
+/// A case on every thread (`harness::on_threads`), named "cuda …", failed as hung after
+/// [`DEADLINE`].
 fn on_threads(case: &str, body: impl Fn(usize, &AtomicUsize) + Send + Sync + 'static) {
-    let body = Arc::new(body);
-    let wrong = Arc::new(AtomicUsize::new(0));
-    let start = Arc::new(Barrier::new(THREADS));
-    let (done, finished) = mpsc::channel();
-    for thread in 0..THREADS {
-        let (body, wrong, start, done) = (Arc::clone(&body), Arc::clone(&wrong), Arc::clone(&start), done.clone());
-        std::thread::spawn(move || {
-            start.wait();
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(thread, &wrong)));
-            check(&wrong, run.is_ok());
-            let _ = done.send(thread);
-        });
-    }
-    let started = Instant::now();
-    let deadline = started + DEADLINE;
-    for _ in 0..THREADS {
-        let left = deadline.saturating_duration_since(Instant::now());
-        finished.recv_timeout(left).unwrap_or_else(|_| panic!("cuda {case}: a thread hung"));
-    }
-    assert_eq!(wrong.load(Ordering::SeqCst), 0, "cuda {case}: wrong answers");
-    println!(
-        "cuda {case}: {THREADS} threads x {ITERATIONS} iterations, 0 wrong, 0 hung, {:.2} s",
-        started.elapsed().as_secs_f64()
-    );
-}
-
-fn check(wrong: &AtomicUsize, ok: bool) {
-    if !ok {
-        wrong.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn values(thread: usize, iteration: usize) -> Vec<f32> {
-    (0..64).map(|i| (thread * 100_000 + iteration + i) as f32).collect()
-}
-
-fn tripled(v: &[f32]) -> Vec<f32> {
-    v.iter().map(|x| 3.0 * x).collect()
+    harness::on_threads(&format!("cuda {case}"), DEADLINE, body)
 }
 
 fn on(device: Device, v: Vec<f32>, shape: &[i64]) -> Tensor {
@@ -75,12 +37,6 @@ fn on(device: Device, v: Vec<f32>, shape: &[i64]) -> Tensor {
 
 fn back(t: &Tensor) -> Vec<f32> {
     t.to(Device::CPU).unwrap().contiguous().unwrap().to_vec::<f32>().unwrap()
-}
-
-/// `3x`, as two launches.
-fn triple(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
-    let twice = ops::call("add", &Attrs::new(), &[&inputs[0], &inputs[0]])?.remove(0);
-    Ok(vec![ops::call("add", &Attrs::new(), &[&twice, &inputs[0]])?.remove(0)])
 }
 
 #[test]

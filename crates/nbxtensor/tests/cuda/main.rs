@@ -10,6 +10,8 @@ mod decode;
 mod elementwise;
 mod fused_attention;
 mod gather;
+#[path = "../harness/mod.rs"]
+mod harness;
 mod program;
 mod quant;
 mod rows;
