@@ -5,11 +5,14 @@ b1 h32, d128 and d64, full and causal, grouped heads) against torch's default
 ``scaled_dot_product_attention`` (the note gives torch's cuDNN and flash backends too); memory-bound kernels on
 tensors far larger than L2 (their bytes read + written over time, against the device-to-device
 copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
-kernels, eager against CUDA-graph replay (and torch's eager neg as a peer). Each timing is the median of `--repeats` runs of
+kernels, eager against CUDA-graph replay (and torch's eager neg as a peer); decode attention
+(one query, 32 query heads over 8 cache heads, d 128, bf16) over caches of 1K to 128K rows against
+torch's default scaled_dot_product_attention and each of its backends that takes the case. Each timing is the median of `--repeats` runs of
 `--inner` back-to-back launches, after a warm-up, bracketed by a device synchronisation.
 torch is a reference peer only: this script imports it; the library never does.
 
     python3 benchmarks/bench_cuda.py --repeats 7
+    python3 benchmarks/bench_cuda.py --repeats 7 --only decode   # the copy bandwidth and decode rows
 """
 
 import argparse
@@ -208,21 +211,82 @@ def launch_rows(repeats, chain=1000):
     return [(name, *(statistics.median(v) / chain for v in into)) for (name, _, _), into in zip(ways, samples)]
 
 
+def torch_kernels(fn):
+    """The CUDA kernels one call of ``fn`` launches (torch's profiler), joined by '+'."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch_sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch_sync()
+    names = [e.name for e in prof.events() if e.device_type.name == "CUDA"]
+    return "+".join(dict.fromkeys(n.split("<")[0].split("(")[0][:40] for n in names)) or "?"
+
+
+def decode_rows(repeats, copy_bw):
+    """Decode attention, b1 hq32 hk8 d128 bf16, one query over caches of T rows: (name, our
+    seconds, torch default seconds, note with the cache bytes' bandwidth and torch's backends)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    F = torch.nn.functional
+    b, hq, hk, d = 1, 32, 8, 128
+    rows = []
+    for t in (1024, 8192, 32768, 131072):
+        k = torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16)
+        q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+        tq, tk, tv = nbx.from_dlpack(q), nbx.from_dlpack(k), nbx.from_dlpack(v)
+        length = nbx.from_dlpack(torch.tensor(t, dtype=torch.int32, device="cuda"))
+        inner = 50 if t <= 8192 else 20
+        ours = ops.decode_attention(tq, tk, tv, length)
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True)
+        err = (torch.from_dlpack(ours).float() - want).abs().max().item()
+        mine = timed(lambda: ops.decode_attention(tq, tk, tv, length), ours_sync, repeats, inner)
+        default = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # noqa: E731
+        theirs = timed(default, torch_sync, repeats, inner)
+        picked = torch_kernels(default)
+        others = []
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
+                              ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)):
+            def run(backend=backend):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+            try:
+                seconds = timed(run, torch_sync, repeats, inner)
+                others.append(f"{name} {seconds * 1e6:.1f} us")
+            except RuntimeError as e:
+                others.append(f"{name}: {str(e).splitlines()[0][:60]}")
+        moved = 2 * k.numel() * 2 + 2 * q.numel() * 2
+        note = (f"{moved / mine / 1e12:.2f} TB/s = {moved / mine / copy_bw:.0%} of copy; max |err| {err:.1e}; "
+                f"torch default ran {picked}; torch backends: {', '.join(others)}")
+        rows.append((f"decode attention T={t // 1024}K", mine, theirs, note))
+        del k, v
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--numel", type=int, default=1 << 28, help="elements of the memory-bound rows")
+    parser.add_argument("--only", choices=["decode"], help="the copy bandwidth and these rows alone")
     args = parser.parse_args()
     print(f"device: {runtime.devices()[0]['name']}, {runtime.gpu_runtime()}, torch {torch.__version__}")
     copy_bw = copy_bandwidth(args.repeats, args.numel)
     print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
+    if args.only == "decode":
+        for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
+            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        return
     rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
     for name, mine, theirs, note in rows:
         if mine is None:
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
             continue
         print(f"{name:<30}{mine * 1e3:>10.3f}ms{theirs * 1e3:>10.3f}ms{theirs / mine:>7.2f}x  {note}")
+    for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
+        print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
     for name, host, host_busy, wall in launch_rows(args.repeats):
         print(f"{name:<30} host {host * 1e6:.2f} us, host with the GPU busy {host_busy * 1e6:.2f} us, wall {wall * 1e6:.2f} us")
 

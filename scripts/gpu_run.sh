@@ -25,7 +25,7 @@ step core-unit-tests .gpu/core_lib --test-threads=4
 step cuda-tests .gpu/cuda --test-threads=1
 step conformance .gpu/conformance --test-threads=1
 step cuda-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 .gpu/cuda --test-threads=1
-step cuda-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 .gpu/cuda --test-threads=1 unary rows softmax attention
+step cuda-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 .gpu/cuda --test-threads=1 unary rows softmax attention decode
 python3 -m pip install -q --no-deps --no-index --target /tmp/site .gpu/*.whl
 export PYTHONPATH=/tmp/site
 step python-gpu-tests python3 -m pytest -q -p no:cacheprovider tests/test_cuda.py

@@ -124,3 +124,58 @@ def test_a_gpu_program_is_priced_on_its_device_file_and_named_in_its_repr():
     assert repr(executable) == f"Executable(launches=2, device='cuda:0', arena_bytes={arena})"
     replay = executable.capture(x)
     assert repr(replay) == f"Replay(launches=2, device='cuda:0', arena_bytes={arena}, cuda_graph=True)"
+
+
+@needs_gpu
+def test_decode_attention_and_cache_writes_on_the_gpu_match_float64_and_replay_as_one_graph():
+    from nbxtensor import program
+
+    from float_formats import f64, stored, tensor
+    from test_ops_decode import decode_reference
+
+    rng = np.random.default_rng(23)
+    hq, hk, t, d = 32, 8, 1500, 128
+    k, v = rng.standard_normal((1, hk, t, d)), rng.standard_normal((1, hk, t, d))
+    kc, vc = tensor(k, "bfloat16").to("cuda"), tensor(v, "bfloat16").to("cuda")
+    for n in (0, 1, 999, t, t + 9):  # past the cache: clamped to it on the GPU
+        q = rng.standard_normal((1, hq, 1, d))
+        length = nbx.asarray(np.array(n, np.int32)).to("cuda")
+        got = f64(ops.decode_attention(tensor(q, "bfloat16").to("cuda"), kc, vc, length).to("cpu"))
+        ref = decode_reference(stored(q, "bfloat16"), stored(k, "bfloat16"), stored(v, "bfloat16"), [min(n, t)])
+        np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
+
+    def model(q, k_new, v_new, position, length):
+        ops.kv_cache_write(kc, k_new, position)
+        ops.kv_cache_write(vc, v_new, position)
+        return ops.decode_attention(q, kc, vc, length)
+
+    def step(at):
+        rows = lambda heads: tensor(rng.standard_normal((1, heads, 1, d)), "bfloat16").to("cuda")  # noqa: E731
+        position = nbx.asarray(np.array(at, np.int64)).to("cuda")
+        return rows(hq), rows(hk), rows(hk), position, nbx.asarray(np.array([at + 1], np.int32)).to("cuda")
+
+    first = step(0)
+    replay = program.trace(model, *first).executable().capture(*first)
+    assert "cuda_graph=True" in repr(replay)
+    for at in (1, 100, 1023, t - 1):
+        x = step(at)
+        got = f64(replay.run(*x)[0].to("cpu"))
+        ref = decode_reference(f64(x[0].to("cpu")), f64(kc.to("cpu")), f64(vc.to("cpu")), [at + 1])
+        np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
+        np.testing.assert_array_equal(f64(x[1].to("cpu"))[0, :, 0], f64(kc.to("cpu"))[0, :, at])
+
+
+CONCURRENCY = Path(__file__).with_name("concurrency_cases.py")
+
+
+@needs_gpu
+@pytest.mark.parametrize("case", ["eager_ops", "shared_replays", "shared_executables", "captures", "settings_churn",
+                                  "observers", "generators"])
+def test_the_concurrency_suite_on_the_gpu(case):
+    """tests/concurrency_cases.py with its tensors on cuda:0: 8 threads x 1,000 iterations, every
+    value read back and asserted (test_concurrency.py runs the same cases on the CPU)."""
+    result = subprocess.run([sys.executable, str(CONCURRENCY), case, "8", "1000", "cuda"],
+                            capture_output=True, text=True, timeout=300)
+    print(result.stdout)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "8 threads x 1000 iterations, 0 wrong, 0 hung" in result.stdout and "on cuda" in result.stdout

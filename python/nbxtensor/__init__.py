@@ -11,10 +11,13 @@ from importlib.metadata import version as _version
 
 from . import backend, dtype, host, io, memory, ops, program, random, shape, tensor
 from .tensor import Tensor, asarray, from_dlpack
+from ._core import errors as _errors
+
+InternalError = _errors.InternalError
 
 try:
     __version__ = _version("nbxtensor")
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "backend", "dtype", "host", "io", "memory", "ops", "program", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack"]
+__all__ = ["__version__", "backend", "dtype", "host", "io", "memory", "ops", "program", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack", "InternalError"]

@@ -1,5 +1,5 @@
-//! The command line: `nbx embed …` and `nbx price …`, their options checked before anything
-//! is loaded.
+//! The command line: `nbx embed …`, `nbx price …` and `nbx generate …`, their options
+//! checked before anything is loaded.
 
 use std::path::PathBuf;
 
@@ -8,6 +8,9 @@ pub const USAGE: &str = "\
 usage:
   nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N] [--threads N]
   nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
+  nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda]
+               [--dtype float32|bfloat16|float16] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+               [--output FILE.json] [--threads N]
 
   embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
          in the same order; progress and timings on stderr. Texts of similar length are batched
@@ -16,6 +19,13 @@ usage:
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file
+  generate  greedy decoding of a Hugging Face Llama-family checkpoint (llama, mistral, qwen2):
+         a prefill program per prompt-length bucket, then one captured decode program replayed
+         for every token over a KV cache written in place; stops at --max-new-tokens (default
+         128) or at the config's eos_token_id. Text goes to stdout as it comes (token ids when
+         the model has no tokenizer.json); tok/s on stderr; --output writes {\"prompt_ids\",
+         \"generated_ids\", \"prefill_last_logits\"}. This build runs --device cpu --dtype
+         float32, greedy: --temperature, --top-k, --top-p and --seed are refused
   --threads N  the CPU thread pool's size (default: the cores this process may use)";
 
 /// Where the model runs.
@@ -59,6 +69,8 @@ pub enum Command {
     Embed(Options),
     /// `nbx price`.
     Price(Options),
+    /// `nbx generate`.
+    Generate(crate::generate::GenerateOptions),
     /// `nbx help`, `-h`, `--help`.
     Help,
 }
@@ -82,8 +94,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let known: &[&str] = match command.as_str() {
         "embed" => &EMBED_OPTIONS,
         "price" => &PRICE_OPTIONS,
+        "generate" => return Ok(Command::Generate(crate::generate::parse(&args[1..])?)),
         "help" | "-h" | "--help" => return Ok(Command::Help),
-        other => return Err(format!("unknown command {other:?} (embed or price)")),
+        other => return Err(format!("unknown command {other:?} (embed, price or generate)")),
     };
     let mut o = Options {
         model: PathBuf::new(),

@@ -3,21 +3,17 @@
 //! the bytes the host allocator gave it.
 
 use crate::args::Options;
+use crate::files::{read_texts, Output};
 use crate::open_model;
 use std::path::Path;
 use std::time::Instant;
 
-/// Reads the input file: a JSON list of strings.
-fn read_texts(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the input {}: {e}", path.display()))?;
-    serde_json::from_str::<Vec<String>>(&text)
-        .map_err(|e| format!("the input {} is not a JSON list of strings: {e}", path.display()))
-}
-
 /// Runs `nbx embed`.
 pub fn run(o: &Options) -> Result<(), String> {
     let (input, output) = (o.input.as_deref().unwrap_or(Path::new("")), o.output.as_deref().unwrap_or(Path::new("")));
+    // the input read and checked, and the output's place proven writable, before any work
     let texts = read_texts(input)?;
+    let pending = Output::prepare(output, input)?;
     let start = Instant::now();
     let mut model = open_model(o)?;
     model.set_pad_multiple(o.pad_multiple).map_err(|e| e.to_string())?;
@@ -53,7 +49,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         model.captured_shapes().len()
     );
     let json = serde_json::to_string(&embeddings).map_err(|e| e.to_string())?;
-    std::fs::write(output, json).map_err(|e| format!("cannot write the output {}: {e}", output.display()))?;
+    pending.commit(json.as_bytes())?;
     eprintln!("nbx: wrote {} embeddings of {} floats to {}", embeddings.len(), model.dimension(), output.display());
     Ok(())
 }

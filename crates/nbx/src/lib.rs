@@ -1,5 +1,5 @@
-//! `nbx`: sentence embeddings with nbxtensor (`nbx embed`) and a model's price before it
-//! runs (`nbx price`). Errors go to stderr with a non-zero exit: 2 for a bad command line,
+//! `nbx`: sentence embeddings with nbxtensor (`nbx embed`), a model's price before it runs
+//! (`nbx price`) and greedy text generation with a Llama-family model (`nbx generate`). Errors go to stderr with a non-zero exit: 2 for a bad command line,
 //! 1 for anything that fails after it.
 //!
 //! The command is this library's [`run`]: the `nbx` binary calls it, and so does the Python
@@ -8,6 +8,8 @@
 
 mod args;
 mod embed;
+mod files;
+mod generate;
 mod price;
 
 use args::{Command, Device, Options};
@@ -51,6 +53,7 @@ fn run_unflushed(args: &[String]) -> u8 {
         }
         Command::Embed(o) => embed::run(o),
         Command::Price(o) => price::run(o),
+        Command::Generate(o) => generate::run(o),
     };
     match result {
         Ok(()) => 0,

@@ -11,6 +11,10 @@ pub enum ModelError {
     /// A model directory or one of its files is missing, unreadable or malformed.
     #[error("{0}")]
     Files(String),
+    /// A request the model cannot serve: a prompt token outside the vocabulary, a context
+    /// longer than the model's positions or its caches.
+    #[error("{0}")]
+    Input(String),
     /// The tokenizer refused a text or its file.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

@@ -2,10 +2,14 @@
 //! from Hugging Face safetensors by memory map, and sentence embeddings as sentence-transformers
 //! computes them ([`SentenceEmbedder`]: mean pooling over the attention mask, L2
 //! normalisation), run as traced, planned and captured programs — one verified replay per
-//! (batch, sequence) shape.
+//! (batch, sequence) shape; and Llama-family decoders ([`llama::Llama`]) with greedy
+//! generation ([`llama::Generator`]): a prefill program per prompt-length bucket and one
+//! decode program replayed for every token over a KV cache written in place.
 
 pub mod bert;
 mod error;
+pub mod llama;
+mod named;
 mod sentence;
 mod tokenize;
 

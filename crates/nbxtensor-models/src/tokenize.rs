@@ -43,4 +43,13 @@ impl TextTokenizer {
         let encoding = self.inner.encode(text, true).map_err(|e| ModelError::Tokenizer(e.to_string()))?;
         Ok(encoding.get_ids().iter().map(|&id| i64::from(id)).collect())
     }
+
+    /// The text of `ids`, special tokens left out.
+    pub fn decode(&self, ids: &[i64]) -> Result<String> {
+        let ids = ids
+            .iter()
+            .map(|&id| u32::try_from(id).map_err(|_| ModelError::Tokenizer(format!("token id {id} is not a u32"))))
+            .collect::<Result<Vec<u32>>>()?;
+        self.inner.decode(&ids, true).map_err(|e| ModelError::Tokenizer(e.to_string()))
+    }
 }

@@ -37,6 +37,7 @@ fn add_submodule<'py>(
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_submodule(m, "errors", errors::register)?;
     add_submodule(m, "itemsize", dtype::itemsize::register)?;
     add_submodule(m, "nbx_dtype", dtype::nbx_dtype::register)?;
     add_submodule(m, "convert", dtype::convert::register)?;

@@ -1,7 +1,7 @@
 //! `nbxtensor.program`: trace a Python model function into a program, plan it, price it,
 //! run it in one arena, capture it and replay it verified.
 
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
 use nbxtensor::backend::Peaks;
 use nbxtensor::program::{
@@ -46,13 +46,16 @@ struct Plan {
     inner: nbxtensor::program::ProgramPlan,
 }
 
-/// A planned program with its arena allocated.
-#[pyclass(module = "nbxtensor.program", name = "Executable")]
+/// A planned program with its arena allocated. Shared between threads, its runs take turns
+/// (each thread waits for its turn with the interpreter released); a capture waits for the
+/// run in progress, and after it every run is refused (run the Replay).
+#[pyclass(module = "nbxtensor.program", name = "Executable", frozen)]
 struct Executable {
     inner: Mutex<Option<CoreExecutable>>,
 }
 
-/// A captured program, verified byte-equal to an eager run.
+/// A captured program, verified byte-equal to an eager run. Shared between threads, its
+/// replays take turns (they share one arena).
 #[pyclass(module = "nbxtensor.program", name = "Replay", frozen)]
 struct Replay {
     inner: CoreReplay,
@@ -214,14 +217,16 @@ impl Program {
 
     /// The memory plan (refused before anything is allocated when it passes the memory limit).
     fn plan(&self) -> PyResult<Plan> {
-        self.inner.plan().map(|inner| Plan { inner }).map_err(to_py)
+        guard(|| self.inner.plan().map(|inner| Plan { inner }).map_err(to_py))
     }
 
     /// Plans the program and allocates its arena (one allocation).
     fn executable(&self) -> PyResult<Executable> {
-        let plan = self.inner.plan().map_err(to_py)?;
-        let exec = CoreExecutable::new(self.inner.clone(), plan).map_err(to_py)?;
-        Ok(Executable { inner: Mutex::new(Some(exec)) })
+        guard(|| {
+            let plan = self.inner.plan().map_err(to_py)?;
+            let exec = CoreExecutable::new(self.inner.clone(), plan).map_err(to_py)?;
+            Ok(Executable { inner: Mutex::new(Some(exec)) })
+        })
     }
 
     /// The price before anything runs (what `nbx price` prints): on the peak rates of the
@@ -301,18 +306,28 @@ impl Executable {
     #[pyo3(signature = (*inputs))]
     fn run(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<Tensor>> {
         let inputs = cores(inputs)?;
-        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let exec =
-            guard.as_ref().ok_or_else(|| PyValueError::new_err("this executable was captured: run the Replay"))?;
         let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
-        py.detach(|| exec.run(&refs)).map(outputs).map_err(to_py)
+        // the interpreter is released before the lock is taken: a thread waiting for its turn
+        // never holds what the thread running needs to finish
+        py.detach(|| {
+            guard(|| {
+                let held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+                let exec = held
+                    .as_ref()
+                    .ok_or_else(|| PyValueError::new_err("this executable was captured: run the Replay"))?;
+                exec.run(&refs).map_err(to_py)
+            })
+        })
+        .map(outputs)
     }
 
     /// Bytes of the arena (the run's one allocation).
     #[getter]
-    fn arena_bytes(&self) -> PyResult<usize> {
-        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        guard.as_ref().map(|e| e.arena_bytes()).ok_or_else(|| PyValueError::new_err("this executable was captured"))
+    fn arena_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| {
+            let held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            held.as_ref().map(|e| e.arena_bytes()).ok_or_else(|| PyValueError::new_err("this executable was captured"))
+        })
     }
 
     /// Captures the launch list on `inputs`: an eager run, then a first replay compared byte
@@ -320,14 +335,20 @@ impl Executable {
     #[pyo3(signature = (*inputs))]
     fn capture(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Replay> {
         let inputs = cores(inputs)?;
-        let exec = self
-            .inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this executable was already captured"))?;
         let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
-        py.detach(|| exec.capture(&refs)).map(|inner| Replay { inner }).map_err(to_py)
+        py.detach(|| {
+            guard(|| {
+                // waits for the run in progress (with the interpreter released), then takes the
+                // executable: later runs are refused by name
+                let exec = self
+                    .inner
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .ok_or_else(|| PyValueError::new_err("this executable was already captured"))?;
+                exec.capture(&refs).map(|inner| Replay { inner }).map_err(to_py)
+            })
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -351,7 +372,7 @@ impl Replay {
     fn run(&self, py: Python<'_>, inputs: &Bound<'_, PyTuple>) -> PyResult<Vec<Tensor>> {
         let inputs = cores(inputs)?;
         let refs: Vec<&nbxtensor::tensor::Tensor> = inputs.iter().collect();
-        py.detach(|| self.inner.run(&refs)).map(outputs).map_err(to_py)
+        py.detach(|| guard(|| self.inner.run(&refs).map_err(to_py))).map(outputs)
     }
 
     fn __repr__(&self) -> String {

@@ -3,15 +3,18 @@
 //! asked for, so a seed gives the same bits on every device.
 
 use crate::dtype::dtype_arg;
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use crate::shape::{dims_of, int_of};
 use crate::tensor::Tensor;
-use nbxtensor::memory::Device;
+use nbxtensor::memory::{host_allocator, Device, HostCharge};
 use nbxtensor::random::{self, FloatDraw, Generator as CoreGenerator};
+use nbxtensor::settings::memory_limit::check_host_bytes;
 use nbxtensor::tensor::{Element, Tensor as CoreTensor};
+use nbxtensor::DType;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
+use std::sync::Mutex;
 
 /// A shape argument: an int (a 1-d draw) or a sequence of ints; its dims as `usize`.
 fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -25,8 +28,20 @@ fn shape_of(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 }
 
 /// A draw's dtype argument: float32 when absent.
-fn float_dtype(dtype: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<nbxtensor::DType> {
-    dtype.filter(|d| !d.is_none()).map_or(Ok(nbxtensor::DType::Float32), |d| dtype_arg(d, what))
+fn float_dtype(dtype: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<DType> {
+    dtype.filter(|d| !d.is_none()).map_or(Ok(DType::Float32), |d| dtype_arg(d, what))
+}
+
+/// Counts, against the host's limit, the values a draw of `n` elements makes before they are
+/// copied into the tensor's own (counted) block: `drawn_bytes` an element (half formats are
+/// drawn in float32 first), beside the `element_bytes` of the tensor. A draw that alone passes
+/// the limit is refused as the core refuses it (naming the bytes asked and whose limit: the
+/// one set or the host's memory); one that passes it with what is already held is refused by
+/// the host allocator's count. The charge ends when the values are dropped.
+fn charge_draw(n: usize, element_bytes: usize, drawn_bytes: usize) -> PyResult<HostCharge> {
+    let bytes = |per: usize| (n as u64).saturating_mul(per as u64);
+    check_host_bytes(bytes(drawn_bytes + element_bytes), "a random draw").map_err(to_py)?;
+    host_allocator().charge(bytes(drawn_bytes)).map_err(to_py)
 }
 
 /// The device a draw goes to: `None` for the host, else its text (`"cuda:0"`).
@@ -51,12 +66,39 @@ fn float_tensor(values: FloatDraw, dims: &[usize], device: Device) -> PyResult<T
     }
 }
 
+/// Bytes of one element of a float draw, and of one drawn value before it is rounded.
+fn float_widths(dtype: DType) -> (usize, usize) {
+    match dtype {
+        DType::Float16 | DType::Bfloat16 => (2, 4),
+        DType::Float64 => (8, 8),
+        _ => (4, 4),
+    }
+}
+
 /// A seeded counter-based random stream: `(seed, stream, offset)` → the same bits on every
 /// thread count and chunking. Each draw starts on a fresh Philox block and advances the
 /// offset (see the crate's `random` module for the exact mapping).
-#[pyclass(module = "nbxtensor.random", name = "Generator")]
+///
+/// A generator may be shared between threads: their draws take turns, each reading its own
+/// words of the stream (which thread draws first is the threads' order).
+#[pyclass(module = "nbxtensor.random", name = "Generator", frozen)]
 struct Generator {
-    inner: CoreGenerator,
+    inner: Mutex<CoreGenerator>,
+    seed: u64,
+    stream: u64,
+}
+
+impl Generator {
+    fn of(inner: CoreGenerator) -> Generator {
+        Generator { seed: inner.seed(), stream: inner.stream(), inner: Mutex::new(inner) }
+    }
+
+    /// Runs `draw` on the generator with the interpreter released, waiting for its turn
+    /// there (never while holding the interpreter, so no thread holds one and waits for the
+    /// other).
+    fn draw<T: Send>(&self, py: Python<'_>, draw: impl FnOnce(&mut CoreGenerator) -> T + Send) -> T {
+        py.detach(|| draw(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner())))
+    }
 }
 
 #[pymethods]
@@ -65,42 +107,42 @@ impl Generator {
     #[new]
     #[pyo3(signature = (seed, stream = 0))]
     fn new(seed: u64, stream: u64) -> Self {
-        Generator { inner: CoreGenerator::new(seed).spawn(stream) }
+        Generator::of(CoreGenerator::new(seed).spawn(stream))
     }
 
     /// Another stream of the same seed, at offset 0: independent of this one.
     fn spawn(&self, stream: u64) -> Self {
-        Generator { inner: self.inner.spawn(stream) }
+        Generator::of(CoreGenerator::new(self.seed).spawn(stream))
     }
 
     /// The seed.
     #[getter]
     fn seed(&self) -> u64 {
-        self.inner.seed()
+        self.seed
     }
 
     /// The stream number.
     #[getter]
     fn stream(&self) -> u64 {
-        self.inner.stream()
+        self.stream
     }
 
     /// Words of the stream consumed so far; setting it moves the stream (to a block boundary).
     #[getter]
-    fn get_offset(&self) -> u64 {
-        self.inner.offset()
+    fn get_offset(&self, py: Python<'_>) -> u64 {
+        self.draw(py, |g| g.offset())
     }
 
     #[setter]
-    fn set_offset(&mut self, offset: u64) {
-        self.inner.set_offset(offset);
+    fn set_offset(&self, py: Python<'_>, offset: u64) {
+        self.draw(py, |g| g.set_offset(offset))
     }
 
     /// Uniform values in [low, high) of a float dtype (float32, float64, float16, bfloat16),
     /// a tensor on `device` (default the host).
     #[pyo3(signature = (shape, low = 0.0, high = 1.0, dtype = None, device = None))]
     fn uniform(
-        &mut self,
+        &self,
         py: Python<'_>,
         shape: &Bound<'_, PyAny>,
         low: f64,
@@ -109,8 +151,10 @@ impl Generator {
         device: Option<&str>,
     ) -> PyResult<Tensor> {
         let (dims, dtype, device) = (shape_of(shape)?, float_dtype(dtype, "uniform")?, device_of(device)?);
-        let g = &mut self.inner;
-        let values = py.detach(|| g.uniform(dims.iter().product(), low, high, dtype)).map_err(to_py)?;
+        let n = dims.iter().product();
+        let (width, drawn) = float_widths(dtype);
+        let _counted = charge_draw(n, width, drawn)?;
+        let values = guard(|| self.draw(py, |g| g.uniform(n, low, high, dtype)).map_err(to_py))?;
         float_tensor(values, &dims, device)
     }
 
@@ -118,7 +162,7 @@ impl Generator {
     /// `device` (default the host).
     #[pyo3(signature = (shape, mean = 0.0, std = 1.0, dtype = None, device = None))]
     fn normal(
-        &mut self,
+        &self,
         py: Python<'_>,
         shape: &Bound<'_, PyAny>,
         mean: f64,
@@ -127,15 +171,17 @@ impl Generator {
         device: Option<&str>,
     ) -> PyResult<Tensor> {
         let (dims, dtype, device) = (shape_of(shape)?, float_dtype(dtype, "normal")?, device_of(device)?);
-        let g = &mut self.inner;
-        let values = py.detach(|| g.normal(dims.iter().product(), mean, std, dtype)).map_err(to_py)?;
+        let n = dims.iter().product();
+        let (width, drawn) = float_widths(dtype);
+        let _counted = charge_draw(n, width, drawn)?;
+        let values = guard(|| self.draw(py, |g| g.normal(n, mean, std, dtype)).map_err(to_py))?;
         float_tensor(values, &dims, device)
     }
 
     /// int64 values in [low, high), a tensor on `device` (default the host).
     #[pyo3(signature = (low, high, shape, device = None))]
     fn integers(
-        &mut self,
+        &self,
         py: Python<'_>,
         low: i64,
         high: i64,
@@ -144,22 +190,25 @@ impl Generator {
     ) -> PyResult<Tensor> {
         let (dims, device) = (shape_of(shape)?, device_of(device)?);
         let n = dims.iter().product();
-        let g = &mut self.inner;
-        tensor(py.detach(|| g.integers(n, low, high)).map_err(to_py)?, &dims, device)
+        let _counted = charge_draw(n, 8, 8)?;
+        let values = guard(|| self.draw(py, |g| g.integers(n, low, high)).map_err(to_py))?;
+        tensor(values, &dims, device)
     }
 
     /// A random permutation of 0..n (int64), a tensor on `device` (default the host).
     #[pyo3(signature = (n, device = None))]
-    fn permutation(&mut self, py: Python<'_>, n: i64, device: Option<&str>) -> PyResult<Tensor> {
+    fn permutation(&self, py: Python<'_>, n: i64, device: Option<&str>) -> PyResult<Tensor> {
         let n =
             usize::try_from(n).map_err(|_| PyValueError::new_err(format!("permutation: n must be ≥ 0, got {n}")))?;
         let device = device_of(device)?;
-        let g = &mut self.inner;
-        tensor(py.detach(|| g.permutation(n)).map_err(to_py)?, &[n], device)
+        // sorted as (key, index) pairs of 16 bytes, then kept as 8-byte indices
+        let _counted = charge_draw(n, 8, 16)?;
+        let values = guard(|| self.draw(py, |g| g.permutation(n)).map_err(to_py))?;
+        tensor(values, &[n], device)
     }
 
-    fn __repr__(&self) -> String {
-        format!("Generator(seed={}, stream={}, offset={})", self.inner.seed(), self.inner.stream(), self.inner.offset())
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("Generator(seed={}, stream={}, offset={})", self.seed, self.stream, self.get_offset(py))
     }
 }
 

@@ -8,6 +8,7 @@ from . import blas as blas
 from . import cli as cli
 from . import convert as convert
 from . import device_files as device_files
+from . import errors as errors
 from . import host as host
 from . import host_memory as host_memory
 from . import itemsize as itemsize
@@ -28,7 +29,7 @@ from . import tensor as tensor
 from . import tiling_policy as tiling_policy
 
 __all__ = [
-    "host", "itemsize", "nbx_dtype", "convert", "promotion", "policy", "outputs", "shape", "tensor", "pool", "random",
+    "errors", "host", "itemsize", "nbx_dtype", "convert", "promotion", "policy", "outputs", "shape", "tensor", "pool", "random",
     "host_memory", "runtime", "memory", "safetensors", "tiling_policy", "autotune_settings", "launch_observer",
     "ops", "program", "blas", "device_files", "cli",
 ]

@@ -71,6 +71,28 @@ def sdpa(
     return _core.call("sdpa", inputs, attrs)[0]
 
 
+def decode_attention(
+    q: Tensor, k_cache: Tensor, v_cache: Tensor, length: Tensor, causal: bool = True, scale: float | None = None
+) -> Tensor:
+    """Attention of ``q`` ``[b, hq, sq, d]`` (``sq`` ≤ 8) over the first ``length`` rows of the caches
+    ``k_cache`` ``[b, hk, T, d]`` and ``v_cache`` ``[b, hk, T, dv]`` (hq a multiple of hk). ``length`` is
+    an int32 or int64 tensor of shape ``[]``, ``[1]`` or ``[b]`` on the caches' device, so one captured
+    program serves every length. ``causal``: the queries are the last ``sq`` rows of the valid length
+    (query i sees keys below ``length - sq + 1 + i``); ``scale`` defaults to ``1/sqrt(d)``."""
+    attrs: dict[str, Any] = {"causal": causal}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    return _core.call("decode_attention", [q, k_cache, v_cache, length], attrs)[0]
+
+
+def kv_cache_write(cache: Tensor, new: Tensor, position: Tensor) -> None:
+    """Writes ``new`` ``[b, h, s, d]`` into the contiguous ``cache`` ``[b, h, T, d]`` at rows
+    ``position .. position + s``, in place. ``position`` is an int32 or int64 tensor of shape ``[]``,
+    ``[1]`` or ``[b]`` on the cache's device. On the CPU a position past the end is refused
+    (``ValueError``); on a GPU the rows that would fall outside the cache are skipped."""
+    _core.call("kv_cache_write", [cache, new, position], {})
+
+
 __all__ = [
     "matmul",
     "linear",
@@ -81,4 +103,6 @@ __all__ = [
     "concat",
     "rope",
     "sdpa",
+    "decode_attention",
+    "kv_cache_write",
 ]

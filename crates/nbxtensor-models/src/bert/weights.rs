@@ -3,10 +3,10 @@
 
 use super::BertConfig;
 use crate::error::{ModelError, Result};
+use crate::named::Named;
 use nbxtensor::io::safetensors::load;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
-use std::collections::HashMap;
 use std::path::Path;
 
 /// A layer norm's scale and shift.
@@ -70,41 +70,27 @@ pub struct BertWeights {
     pub layers: Vec<LayerWeights>,
 }
 
-/// The tensors of a file by name, taken one at a time with their shape checked.
-struct Named {
-    file: String,
-    tensors: HashMap<String, Tensor>,
-}
-
 impl Named {
-    fn take(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let tensor = self
-            .tensors
-            .remove(name)
-            .ok_or_else(|| ModelError::Files(format!("{}: no tensor named {name:?}", self.file)))?;
-        let want: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        if tensor.shape() != want.as_slice() || tensor.dtype() != DType::Float32 {
-            return Err(ModelError::Files(format!(
-                "{}: {name} is {} {:?}, the config asks for float32 {want:?}",
-                self.file,
-                tensor.dtype(),
-                tensor.shape()
-            )));
+    /// The float32 tensor `name` of `shape` (see [`Named::take`]).
+    fn float32(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let tensor = self.take(name, shape)?;
+        if tensor.dtype() != DType::Float32 {
+            return Err(ModelError::Files(format!("{}: {name} is {}, not float32", self.source, tensor.dtype())));
         }
         Ok(tensor)
     }
 
     fn dense(&mut self, prefix: &str, out: usize, input: usize) -> Result<Dense> {
         Ok(Dense {
-            weight: self.take(&format!("{prefix}.weight"), &[out, input])?,
-            bias: self.take(&format!("{prefix}.bias"), &[out])?,
+            weight: self.float32(&format!("{prefix}.weight"), &[out, input])?,
+            bias: self.float32(&format!("{prefix}.bias"), &[out])?,
         })
     }
 
     fn norm(&mut self, prefix: &str, hidden: usize) -> Result<Norm> {
         Ok(Norm {
-            weight: self.take(&format!("{prefix}.weight"), &[hidden])?,
-            bias: self.take(&format!("{prefix}.bias"), &[hidden])?,
+            weight: self.float32(&format!("{prefix}.weight"), &[hidden])?,
+            bias: self.float32(&format!("{prefix}.bias"), &[hidden])?,
         })
     }
 }
@@ -120,7 +106,7 @@ impl BertWeights {
             .into_iter()
             .map(|t| (t.name.strip_prefix("bert.").unwrap_or(&t.name).to_string(), t.tensor))
             .collect();
-        let mut named = Named { file: path.display().to_string(), tensors };
+        let mut named = Named { source: path.display().to_string(), tensors };
         let (h, i) = (config.hidden_size, config.intermediate_size);
         let type_rows = named
             .tensors
@@ -129,9 +115,9 @@ impl BertWeights {
             .unwrap_or(1)
             .max(1) as usize;
         let embeddings = EmbeddingWeights {
-            word: named.take("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
-            position: named.take("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?,
-            token_type: named.take("embeddings.token_type_embeddings.weight", &[type_rows, h])?,
+            word: named.float32("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
+            position: named.float32("embeddings.position_embeddings.weight", &[config.max_position_embeddings, h])?,
+            token_type: named.float32("embeddings.token_type_embeddings.weight", &[type_rows, h])?,
             norm: named.norm("embeddings.LayerNorm", h)?,
         };
         let layers = (0..config.num_hidden_layers)

@@ -1,6 +1,6 @@
 //! `nbxtensor.ops` calls: any op of the capability table, by name, on tensors.
 
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use crate::tensor::Tensor;
 use nbxtensor::backend::{cpu::cpu, Backend};
 use nbxtensor::kernel::{AttrValue, Attrs};
@@ -49,9 +49,8 @@ fn parse_attrs(op: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Attrs> {
 /// meanwhile; a GPU op only queues its launch, which costs less than giving the interpreter
 /// lock away and back.
 fn run(py: Python<'_>, op: &str, attrs: &Attrs, inputs: &[&nbxtensor::tensor::Tensor]) -> PyResult<Vec<Tensor>> {
-    let call = || nbxtensor::ops::call(op, attrs, inputs);
     let on_gpu = inputs.first().is_some_and(|t| !nbxtensor::backend::of(t.device()).host_addressable());
-    let outputs = if on_gpu { call() } else { py.detach(call) }.map_err(to_py)?;
+    let outputs = computed(py, on_gpu, || nbxtensor::ops::call(op, attrs, inputs))?;
     Ok(outputs.into_iter().map(Tensor::wrap).collect())
 }
 
@@ -132,12 +131,19 @@ fn operand(op: &str, value: &Bound<'_, PyAny>) -> PyResult<PyOperand> {
     })
 }
 
-/// Runs `f` without the interpreter lock on the host; on a GPU (which only queues) with it.
-fn computed<T: Send>(py: Python<'_>, on_gpu: bool, f: impl FnOnce() -> T + Send) -> T {
+/// Runs `f` (a call into the core) without the interpreter lock on the host; on a GPU (which
+/// only queues) with it. Its error becomes the Python exception the spec gives it, and a panic
+/// an `InternalError` (see [`guard`]).
+pub fn computed<T: Send, E: Into<nbxtensor::Error>>(
+    py: Python<'_>,
+    on_gpu: bool,
+    f: impl FnOnce() -> Result<T, E> + Send,
+) -> PyResult<T> {
+    let guarded = || guard(|| f().map_err(to_py));
     if on_gpu {
-        f()
+        guarded()
     } else {
-        py.detach(f)
+        py.detach(guarded)
     }
 }
 
@@ -147,9 +153,7 @@ pub fn binary_of(py: Python<'_>, op: &str, a: &PyOperand, b: &PyOperand) -> PyRe
     let which = nbxtensor::ops::spec::binary::BinaryOp::from_name(op)
         .ok_or_else(|| PyValueError::new_err(format!("binary: '{op}' is not a binary op")))?;
     let on_gpu = a.on_gpu() || b.on_gpu();
-    computed(py, on_gpu, || nbxtensor::ops::binary(which, a.as_operand(), b.as_operand()))
-        .map(Tensor::wrap)
-        .map_err(to_py)
+    computed(py, on_gpu, || nbxtensor::ops::binary(which, a.as_operand(), b.as_operand())).map(Tensor::wrap)
 }
 
 /// A binary op by name on two operands (tensors or numbers), promoted as the Array API says
@@ -166,7 +170,7 @@ fn unary(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>) -> PyResult<Tensor> {
         .ok_or_else(|| PyValueError::new_err(format!("unary: '{op}' is not a unary op")))?;
     let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
     let x = &x.inner;
-    computed(py, on_gpu, || nbxtensor::ops::unary(which, x)).map(Tensor::wrap).map_err(to_py)
+    computed(py, on_gpu, || nbxtensor::ops::unary(which, x)).map(Tensor::wrap)
 }
 
 /// `a` where `cond` is true, else `b` (a and b tensors or numbers, promoted).
@@ -176,7 +180,7 @@ fn where_(py: Python<'_>, cond: PyRef<'_, Tensor>, a: &Bound<'_, PyAny>, b: &Bou
     let (a, b) = (operand("where", a)?, operand("where", b)?);
     let on_gpu = !nbxtensor::backend::of(cond.inner.device()).host_addressable();
     let cond = &cond.inner;
-    computed(py, on_gpu, || cond.if_else(a.as_operand(), b.as_operand())).map(Tensor::wrap).map_err(to_py)
+    computed(py, on_gpu, || cond.if_else(a.as_operand(), b.as_operand())).map(Tensor::wrap)
 }
 
 /// A reduction by name over `axes` (None: every axis; argmax: one axis), as the typed API
@@ -188,7 +192,7 @@ fn reduce(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axes: Option<Vec<i64>>
     let which = nbxtensor::ops::spec::reduce::ReduceOp::from_name(op)
         .ok_or_else(|| PyValueError::new_err(format!("reduce: '{op}' is not a reduction")))?;
     let x = &x.inner;
-    computed(py, on_gpu, || x.reduce(which, axes.as_deref(), keepdim)).map(Tensor::wrap).map_err(to_py)
+    computed(py, on_gpu, || x.reduce(which, axes.as_deref(), keepdim)).map(Tensor::wrap)
 }
 
 /// The CPU backend's launch table, printed (one line per op and its dtypes).

@@ -3,11 +3,13 @@
 //! An observer is a `LaunchObserver` (subclass it to change what `active` or `record` do):
 //! while an installed observer is active, launches are recorded instead of run. The core sees
 //! the Python object through an adapter that calls its methods, so overrides are honoured.
+//! The observer is a setting of the thread that installs it (it watches that thread's launches).
 
 use nbxtensor::settings::launch_observer as core;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use std::sync::{Arc, Mutex};
+use std::cell::RefCell;
+use std::sync::Arc;
 
 /// A launch observer: `active()` says whether launches run dry, `record(tuned, key)` keeps a
 /// launch, `shadow_run(key, outputs)` records a dry launch and hands back the outputs it
@@ -68,25 +70,27 @@ impl core::LaunchObserver for PythonObserver {
     }
 }
 
-fn installed() -> &'static Mutex<Option<Py<LaunchObserver>>> {
-    static INSTALLED: Mutex<Option<Py<LaunchObserver>>> = Mutex::new(None);
-    &INSTALLED
+thread_local! {
+    /// The observer this thread installed (the core holds its adapter).
+    static INSTALLED: RefCell<Option<Py<LaunchObserver>>> = const { RefCell::new(None) };
 }
 
-/// Installs an observer (a LaunchObserver); None removes it and every launch runs.
+/// Installs an observer (a LaunchObserver) for this thread's launches; None removes it and
+/// every launch of this thread runs. Other threads keep their own.
 #[pyfunction]
 fn set_launch_observer(py: Python<'_>, observer: Option<Bound<'_, LaunchObserver>>) {
     let observer = observer.map(Bound::unbind);
     let adapter = observer.as_ref().map(|o| Arc::new(PythonObserver(o.clone_ref(py))) as Arc<dyn core::LaunchObserver>);
     core::set_launch_observer(adapter);
-    *installed().lock().unwrap_or_else(|e| e.into_inner()) = observer;
+    let previous = INSTALLED.with(|installed| installed.replace(observer));
+    drop(previous);
 }
 
-/// The observer in force, or an inactive one when none is installed.
+/// The observer in force on this thread, or an inactive one when none is installed.
 #[pyfunction]
 fn launch_observer(py: Python<'_>) -> PyResult<Py<LaunchObserver>> {
-    match installed().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        Some(observer) => Ok(observer.clone_ref(py)),
+    match INSTALLED.with(|installed| installed.borrow().as_ref().map(|o| o.clone_ref(py))) {
+        Some(observer) => Ok(observer),
         None => Py::new(py, LaunchObserver::new(py, false)),
     }
 }

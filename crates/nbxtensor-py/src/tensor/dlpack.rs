@@ -7,7 +7,7 @@
 //! destroyed unconsumed calls the managed tensor's deleter itself.
 
 use super::Tensor;
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use nbxtensor::memory::Device;
 use nbxtensor::tensor::dlpack::{self, DLManagedTensor, DLManagedTensorVersioned, FLAG_IS_COPIED};
 use nbxtensor::tensor::Tensor as CoreTensor;
@@ -155,14 +155,18 @@ fn consume(capsule: &Bound<'_, PyAny>) -> PyResult<CoreTensor> {
             if ffi::PyCapsule_SetName(raw, USED_VERSIONED.as_ptr()) != 0 {
                 return Err(PyErr::fetch(capsule.py()));
             }
-            return dlpack::import_versioned(managed).map_err(|e| PyBufferError::new_err(format!("from_dlpack: {e}")));
+            return guard(|| {
+                dlpack::import_versioned(managed).map_err(|e| PyBufferError::new_err(format!("from_dlpack: {e}")))
+            });
         }
         if ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
             let managed = ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr()).cast::<DLManagedTensor>();
             if ffi::PyCapsule_SetName(raw, USED_LEGACY.as_ptr()) != 0 {
                 return Err(PyErr::fetch(capsule.py()));
             }
-            return dlpack::import_legacy(managed).map_err(|e| PyBufferError::new_err(format!("from_dlpack: {e}")));
+            return guard(|| {
+                dlpack::import_legacy(managed).map_err(|e| PyBufferError::new_err(format!("from_dlpack: {e}")))
+            });
         }
         ffi::PyErr_Clear();
     }
@@ -215,7 +219,7 @@ pub fn from_dlpack(py: Python<'_>, x: &Bound<'_, PyAny>, device: Option<&str>, c
             tensor.device()
         ))),
         (Some(target), _) if target != tensor.device() => {
-            py.detach(move || tensor.to(target)).map(Tensor::wrap).map_err(to_py)
+            py.detach(move || guard(|| tensor.to(target).map(Tensor::wrap).map_err(to_py)))
         }
         (_, Some(true)) => deep_copy(&tensor).map(Tensor::wrap).map_err(to_py),
         _ => Ok(Tensor::wrap(tensor)),

@@ -6,7 +6,8 @@
 //! tensor has none until its program runs, and a packed dtype has no value per element:
 //! both are refused by name.
 
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
+use crate::ops::call::computed;
 use crate::shape::{dims_of, int_of};
 use nbxtensor::facts::Kind;
 use nbxtensor::memory::Device;
@@ -78,7 +79,7 @@ pub fn values(t: &CoreTensor) -> nbxtensor::Result<Vec<Value>> {
 /// The values as nested Python lists of the tensor's shape (a number for a 0-d tensor).
 pub fn tolist<'py>(py: Python<'py>, t: &CoreTensor) -> PyResult<Bound<'py, PyAny>> {
     let inner = t.clone();
-    let flat = py.detach(move || values(&inner)).map_err(to_py)?;
+    let flat = py.detach(move || guard(|| values(&inner).map_err(to_py)))?;
     nested(py, &flat, t.shape())
 }
 
@@ -99,7 +100,7 @@ pub fn one(py: Python<'_>, t: &CoreTensor, refuse: impl FnOnce(i64) -> PyErr) ->
         return Err(refuse(t.numel()));
     }
     let inner = t.clone();
-    let flat = py.detach(move || values(&inner)).map_err(to_py)?;
+    let flat = py.detach(move || guard(|| values(&inner).map_err(to_py)))?;
     Ok(flat[0])
 }
 
@@ -208,8 +209,7 @@ pub fn reduce(
     let axes = axes_of(axis)?;
     let inner = t.clone();
     let run = move || inner.reduce(op, axes.as_deref(), keepdims);
-    let on_gpu = !nbxtensor::backend::of(t.device()).host_addressable();
-    if on_gpu { run() } else { py.detach(run) }.map_err(to_py)
+    computed(py, !nbxtensor::backend::of(t.device()).host_addressable(), run)
 }
 
 /// `argmax(axis=None)`: along one axis, or (None) over the flattened tensor, as numpy.
@@ -224,6 +224,5 @@ pub fn argmax(py: Python<'_>, t: &CoreTensor, axis: Option<i64>, keepdims: bool)
             }
         }
     };
-    let on_gpu = !nbxtensor::backend::of(t.device()).host_addressable();
-    if on_gpu { run() } else { py.detach(run) }.map_err(to_py)
+    computed(py, !nbxtensor::backend::of(t.device()).host_addressable(), run)
 }

@@ -3,7 +3,7 @@
 //! item is applied last, at the dim it stood for, by the core's `take` (integer arrays) or
 //! `select_mask` (bool masks), which are kernel launches.
 
-use crate::errors::to_py;
+use crate::errors::{guard, to_py};
 use crate::shape::int_of;
 use crate::tensor::Tensor;
 use nbxtensor::facts::Kind;
@@ -157,7 +157,10 @@ pub fn index(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>) -> PyR
     let added = if a.dtype() == DType::Bool { 1 } else { a.ndim() };
     let run = move || if a.dtype() == DType::Bool { view.select_mask(&a, at) } else { view.take(&a, at) };
     let on_gpu = !nbxtensor::backend::of(tensor.device()).host_addressable();
-    let picked = if on_gpu { run() } else { py.detach(run) }.map_err(|e| PyIndexError::new_err(e.to_string()))?;
+    let picked = {
+        let guarded = || guard(|| run().map_err(|e| PyIndexError::new_err(e.to_string())));
+        if on_gpu { guarded() } else { py.detach(guarded) }?
+    };
     // numpy's rule: ints count as array indices beside an array; when a slice, `...` or None
     // stands between them, the array's dims go first
     let advanced: Vec<usize> =

@@ -8,10 +8,11 @@ pub mod habits;
 pub mod indexing;
 
 use crate::dtype::dtype_arg;
-use crate::errors::to_py;
-use crate::ops::call::{binary_of, PyOperand};
+use crate::errors::{guard, to_py};
+use crate::ops::call::{binary_of, computed, PyOperand};
 use crate::shape::dims_of;
 use nbxtensor::facts::Kind;
+use nbxtensor::memory::host_allocator;
 use nbxtensor::memory::Device;
 use nbxtensor::ops::spec::reduce::ReduceOp;
 use nbxtensor::tensor::dlpack as core_dlpack;
@@ -38,10 +39,11 @@ impl Tensor {
     /// A fresh contiguous copy made by the `copy` op (so a traced program records it).
     fn copied(&self, py: Python<'_>) -> PyResult<Tensor> {
         let inner = self.inner.clone();
-        let call = move || nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner]);
         let on_gpu = !nbxtensor::backend::of(self.inner.device()).host_addressable();
-        let copied = if on_gpu { call() } else { py.detach(call) }.map_err(to_py)?;
-        Ok(Tensor::wrap(copied.into_iter().next().expect("copy declares one output")))
+        let copied = computed(py, on_gpu, move || {
+            nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner])
+        })?;
+        copied.into_iter().next().map(Tensor::wrap).ok_or_else(|| PyValueError::new_err("copy gave no output"))
     }
 }
 
@@ -119,14 +121,14 @@ impl Tensor {
 
     /// Elements `start..start + length` of `dim`, a view.
     fn narrow(&self, dim: i64, start: i64, length: i64) -> PyResult<Tensor> {
-        self.inner.narrow(dim, start, length).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.narrow(dim, start, length).map(Tensor::wrap).map_err(to_py))
     }
 
     /// The same elements in a new shape (one -1 inferred), a view; refused where the layout
     /// has none: copy first.
     #[pyo3(signature = (*shape))]
     fn reshape(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-        self.inner.reshape(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.reshape(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py))
     }
 
     /// The same as reshape: a view, or an error that says to copy first.
@@ -138,40 +140,45 @@ impl Tensor {
     /// The dims in a new order.
     #[pyo3(signature = (*dims))]
     fn permute(&self, dims: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-        self.inner.permute(&dims_arg(dims, "dims")?).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.permute(&dims_arg(dims, "dims")?).map(Tensor::wrap).map_err(to_py))
     }
 
     /// Dims a and b swapped.
     fn transpose(&self, a: i64, b: i64) -> PyResult<Tensor> {
-        self.inner.transpose(a, b).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.transpose(a, b).map(Tensor::wrap).map_err(to_py))
     }
 
     /// The tensor broadcast to a shape, without a copy.
     #[pyo3(signature = (*shape))]
     fn expand(&self, shape: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-        self.inner.expand(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.expand(&dims_arg(shape, "shape")?).map(Tensor::wrap).map_err(to_py))
     }
 
     /// The tensor broadcast to a shape, without a copy (numpy's name).
     fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-        self.inner.expand(&dims_of(shape, "shape")?).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.expand(&dims_of(shape, "shape")?).map(Tensor::wrap).map_err(to_py))
     }
 
     /// Dims of extent 1 removed (one dim, or all).
     #[pyo3(signature = (dim = None))]
     fn squeeze(&self, dim: Option<i64>) -> PyResult<Tensor> {
-        self.inner.squeeze(dim).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.squeeze(dim).map(Tensor::wrap).map_err(to_py))
     }
 
     /// A dim of extent 1 inserted.
     fn unsqueeze(&self, dim: i64) -> PyResult<Tensor> {
-        self.inner.unsqueeze(dim).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.unsqueeze(dim).map(Tensor::wrap).map_err(to_py))
     }
 
-    /// The elements in row-major order as bytes (a copy), as numpy's `tobytes`.
+    /// The elements in row-major order as bytes (a copy), as numpy's `tobytes`: refused
+    /// (MemoryError) when the copy does not fit under the memory limit with what is held.
     fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
-        let bytes = self.inner.to_bytes().map_err(to_py)?;
-        Ok(pyo3::types::PyBytes::new(py, &bytes))
+        guard(|| {
+            let len = self.inner.byte_len().map_err(to_py)?;
+            // counted while it is made; the bytes object is Python's after
+            let _counted = host_allocator().charge(len as u64).map_err(to_py)?;
+            pyo3::types::PyBytes::new_with(py, len, |out| self.inner.copy_to(out).map_err(to_py))
+        })
     }
 
     /// The tensor itself when contiguous, else a contiguous copy made by the `copy` op (so a
@@ -191,7 +198,7 @@ impl Tensor {
     /// A copy on a device (`"cpu"`, `"cuda"`, `"cuda:1"`); the same tensor on its own device.
     fn to(&self, device: &str) -> PyResult<Tensor> {
         let device = Device::parse(device).map_err(to_py)?;
-        self.inner.to(device).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.to(device).map(Tensor::wrap).map_err(to_py))
     }
 
     /// numpy's indexing: ints, slices of any step (views), `...`, `None`, and one integer array
@@ -203,7 +210,7 @@ impl Tensor {
     /// The same bytes read as another dtype of the same width (bfloat16 as uint16 …), a view.
     fn view_dtype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let dtype = dtype_arg(dtype, "view_dtype")?;
-        self.inner.view_dtype(dtype).map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.view_dtype(dtype).map(Tensor::wrap).map_err(to_py))
     }
 
     /// The values converted to `dtype` (a name, an NBXDtype or a numpy dtype) by the `cast`
@@ -216,8 +223,7 @@ impl Tensor {
         }
         let inner = self.inner.clone();
         let on_gpu = !nbxtensor::backend::of(self.inner.device()).host_addressable();
-        let run = move || inner.cast(dtype);
-        if on_gpu { run() } else { py.detach(run) }.map(Tensor::wrap).map_err(to_py)
+        computed(py, on_gpu, move || inner.cast(dtype)).map(Tensor::wrap)
     }
 
     /// The number of elements (the Array API's `size`).
@@ -350,7 +356,7 @@ impl Tensor {
         let py = slf.py();
         let tensor = &slf.get().inner;
         let inner = tensor.clone();
-        let bytes = py.detach(move || inner.to_bytes()).map_err(to_py)?;
+        let bytes = py.detach(move || guard(|| inner.to_bytes().map_err(to_py)))?;
         Ok((
             slf.get_type().getattr("from_bytes")?,
             (
@@ -373,7 +379,7 @@ impl Tensor {
         dl_device: Option<&Bound<'_, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        dlpack::export(py, &self.inner, stream, max_version, dl_device, copy)
+        guard(|| dlpack::export(py, &self.inner, stream, max_version, dl_device, copy))
     }
 
     /// `(device_type, device_id)` as DLPack numbers them (`(1, 0)` for the host).
@@ -403,7 +409,14 @@ impl Tensor {
                 })?;
             self.inner.view_dtype(bits).map_err(to_py)?
         };
-        py.import("numpy")?.call_method1("from_dlpack", (Tensor::wrap(exported),))
+        let array = py.import("numpy")?.call_method1("from_dlpack", (Tensor::wrap(exported),))?;
+        // a broadcast view (a stride of 0 over more than one element) reads one element in
+        // several places: read-only, as numpy's own broadcast views are
+        let broadcast = self.inner.shape().iter().zip(self.inner.strides()).any(|(&n, &s)| s == 0 && n > 1);
+        if broadcast && self.inner.numel() > 0 {
+            array.getattr("flags")?.setattr("writeable", false)?;
+        }
+        Ok(array)
     }
 
     /// numpy's array protocol: `numpy()`, then numpy's own `dtype` and `copy` handling.
@@ -550,15 +563,15 @@ impl Tensor {
     }
 
     fn __neg__(&self) -> PyResult<Tensor> {
-        self.inner.neg().map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.neg().map(Tensor::wrap).map_err(to_py))
     }
 
     fn __abs__(&self) -> PyResult<Tensor> {
-        self.inner.abs().map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.abs().map(Tensor::wrap).map_err(to_py))
     }
 
     fn __invert__(&self) -> PyResult<Tensor> {
-        self.inner.bitwise_invert().map(Tensor::wrap).map_err(to_py)
+        guard(|| self.inner.bitwise_invert().map(Tensor::wrap).map_err(to_py))
     }
 
     fn __pos__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -629,8 +642,8 @@ fn product(py: Python<'_>, left: &Bound<'_, PyAny>, right: &Bound<'_, PyAny>) ->
         return Ok(py.NotImplemented());
     };
     let on_gpu = !nbxtensor::backend::of(a.device()).host_addressable();
-    let result = if on_gpu { a.matmul(&b) } else { py.detach(|| a.matmul(&b)) };
-    Ok(Tensor::wrap(result.map_err(to_py)?).into_pyobject(py)?.into_any().unbind())
+    let result = computed(py, on_gpu, || a.matmul(&b))?;
+    Ok(Tensor::wrap(result).into_pyobject(py)?.into_any().unbind())
 }
 
 /// Registers the class and `from_dlpack`.

@@ -8,7 +8,7 @@ mod cost;
 mod error;
 
 pub use attrs::{AttrValue, Attrs};
-pub use cost::{Cost, Lifetime, TensorMeta};
+pub use cost::{saturating_product, total_bytes, Cost, Lifetime, TensorMeta};
 pub use error::KernelError;
 
 use crate::memory::Device;

@@ -17,6 +17,15 @@ pub enum MemoryError {
         /// The limit in force.
         limit: u64,
     },
+    /// A request past the address space (more than `isize::MAX` bytes, or a size class that
+    /// does not fit 64 bits).
+    #[error("{device}: {asked} bytes is more than an address space holds")]
+    TooLarge {
+        /// The device asked.
+        device: String,
+        /// Bytes asked for.
+        asked: u64,
+    },
     /// The system refused an allocation under the limit.
     #[error("{device}: the system refused {asked} bytes")]
     Refused {

@@ -3,6 +3,7 @@
 
 use super::{Allocator, Device, MemoryError};
 use crate::settings::{host_memory, memory_limit};
+use crate::shape::bytes::MAX_BYTES;
 use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -86,17 +87,41 @@ impl Drop for HostBlock {
     }
 }
 
-/// The bytes a request takes: its size class.
-fn size_class(bytes: usize) -> usize {
-    match bytes {
+/// The bytes a request takes: its size class; `None` past [`MAX_BYTES`] (no layout holds it).
+fn size_class(bytes: usize) -> Option<usize> {
+    let class = match bytes {
         0 => 0,
         1..=4096 => bytes.next_power_of_two().max(HOST_ALIGNMENT),
-        _ => bytes.div_ceil(4096) * 4096,
+        _ => bytes.checked_next_multiple_of(4096)?,
+    };
+    (class as u64 <= MAX_BYTES).then_some(class)
+}
+
+fn layout(class: usize) -> Option<Layout> {
+    Layout::from_size_align(class, HOST_ALIGNMENT).ok()
+}
+
+/// Bytes counted against the host's memory limit with no memory of the allocator behind
+/// them: what the library holds in memory it gets elsewhere (a vector it fills and hands
+/// out, a Python object) while it holds it. Released when dropped.
+#[must_use = "the bytes are counted only while the charge lives"]
+pub struct HostCharge {
+    bytes: u64,
+}
+
+impl HostCharge {
+    /// The bytes counted.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 }
 
-fn layout(class: usize) -> Layout {
-    Layout::from_size_align(class, HOST_ALIGNMENT).expect("size classes are multiples of the alignment")
+impl Drop for HostCharge {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            host_allocator().in_use.fetch_sub(self.bytes, Ordering::SeqCst);
+        }
+    }
 }
 
 impl HostAllocator {
@@ -112,8 +137,53 @@ impl HostAllocator {
 
     /// The bytes a request of `bytes` takes from the limit (its size class): what `alloc`
     /// counts in use.
+    /// A request past [`MAX_BYTES`] has no class; its footprint is given as `usize::MAX`
+    /// (every limit refuses it).
     pub fn footprint(&self, bytes: usize) -> usize {
-        size_class(bytes)
+        size_class(bytes).unwrap_or(usize::MAX)
+    }
+
+    /// Counts `bytes` in use (under the limit, as an allocation would be) until the returned
+    /// charge is dropped: for memory the library fills outside this allocator.
+    ///
+    /// ```
+    /// use nbxtensor::memory::{host_allocator, Allocator};
+    /// let host = host_allocator();
+    /// let charge = host.charge(1 << 20)?;
+    /// assert!(host.in_use() >= 1 << 20);
+    /// drop(charge);
+    /// assert!(host.charge(u64::MAX).is_err());
+    /// # Ok::<(), nbxtensor::memory::MemoryError>(())
+    /// ```
+    pub fn charge(&self, bytes: u64) -> Result<HostCharge, MemoryError> {
+        self.reserve(bytes, bytes)?;
+        Ok(HostCharge { bytes })
+    }
+
+    /// Adds `class` bytes to those in use unless the sum would pass the limit (or 64 bits):
+    /// one compare-and-swap, so a refused request never shows in the count. `asked` is the
+    /// request as the caller made it (for the message).
+    fn reserve(&self, class: u64, asked: u64) -> Result<u64, MemoryError> {
+        if class == 0 {
+            return Ok(self.in_use());
+        }
+        let limit = self.limit()?;
+        let mut in_use = self.in_use.load(Ordering::SeqCst);
+        loop {
+            let after = match in_use.checked_add(class) {
+                Some(after) if after <= limit => after,
+                _ => {
+                    return Err(MemoryError::OverLimit { device: Device::CPU.to_string(), asked, in_use, limit });
+                }
+            };
+            match self.in_use.compare_exchange_weak(in_use, after, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => {
+                    self.high_water.fetch_max(after, Ordering::SeqCst);
+                    return Ok(in_use);
+                }
+                Err(now) => in_use = now,
+            }
+        }
     }
 
     /// The most bytes in use at once since the last [`HostAllocator::reset_high_water`]
@@ -150,8 +220,10 @@ impl HostAllocator {
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         for (class, blocks) in std::mem::take(&mut pool.parked) {
             for ptr in blocks {
-                // SAFETY: parked blocks were allocated with this layout and are owned by the pool.
-                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout(class)) };
+                if let Some(layout) = layout(class) {
+                    // SAFETY: parked blocks were allocated with this layout and are owned by the pool.
+                    unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+                }
             }
         }
         pool.parked_bytes = 0;
@@ -164,30 +236,28 @@ impl HostAllocator {
         self.in_use.fetch_sub(class as u64, Ordering::SeqCst);
         let park_up_to = self.limit().map(|l| l / 8).unwrap_or(0);
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-        if pool.parked_bytes + class as u64 <= park_up_to {
+        if pool.parked_bytes.saturating_add(class as u64) <= park_up_to {
             pool.parked.entry(class).or_default().push(ptr);
             pool.parked_bytes += class as u64;
         } else {
             drop(pool);
-            // SAFETY: the block was allocated with this layout and nobody holds it any more.
-            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout(class)) };
+            if let Some(layout) = layout(class) {
+                // SAFETY: the block was allocated with this layout and nobody holds it any more.
+                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+            }
         }
     }
 
-    /// A zeroed block of `bytes`, refused over the limit.
+    /// A zeroed block of `bytes`, refused over the limit (and past [`MAX_BYTES`]).
     fn allocate(&self, bytes: usize) -> Result<HostBlock, MemoryError> {
-        let class = size_class(bytes);
+        let too_large = || MemoryError::TooLarge { device: Device::CPU.to_string(), asked: bytes as u64 };
+        let class = size_class(bytes).ok_or_else(too_large)?;
         if class == 0 {
             let dangling = NonNull::new(HOST_ALIGNMENT as *mut u8).expect("the alignment is not zero");
             return Ok(HostBlock { ptr: dangling, len: 0, class: 0 });
         }
-        let limit = self.limit()?;
-        let in_use = self.in_use.fetch_add(class as u64, Ordering::SeqCst);
-        if in_use + class as u64 > limit {
-            self.in_use.fetch_sub(class as u64, Ordering::SeqCst);
-            return Err(MemoryError::OverLimit { device: Device::CPU.to_string(), asked: bytes as u64, in_use, limit });
-        }
-        self.high_water.fetch_max(in_use + class as u64, Ordering::SeqCst);
+        let layout = layout(class).ok_or_else(too_large)?;
+        let in_use = self.reserve(class as u64, bytes as u64)?;
         let reused = {
             let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
             let reused = pool.parked.get_mut(&class).and_then(Vec::pop);
@@ -203,11 +273,12 @@ impl HostAllocator {
                 ptr
             }
             None => {
-                if self.parked() + in_use + class as u64 > limit {
+                let limit = self.limit()?;
+                if self.parked().saturating_add(in_use).saturating_add(class as u64) > limit {
                     self.release_parked();
                 }
                 // SAFETY: the layout has a non-zero size.
-                match NonNull::new(unsafe { std::alloc::alloc_zeroed(layout(class)) }) {
+                match NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }) {
                     Some(ptr) => ptr,
                     None => {
                         self.in_use.fetch_sub(class as u64, Ordering::SeqCst);
@@ -274,6 +345,24 @@ mod tests {
         assert!(host.copy_in(&mut block, 999, &[1, 2]).is_err());
         assert!(host.copy_out(&block, usize::MAX, &mut out).is_err());
         assert_eq!(host.alloc(0).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn requests_past_the_address_space_are_refused_and_leave_the_count_alone() {
+        let host = host_allocator();
+        let _held = host.alloc(2 << 20).unwrap();
+        for bytes in [usize::MAX, usize::MAX - 4095, usize::MAX - (2 << 20), isize::MAX as usize, 1 << 62] {
+            let before = host.in_use();
+            let err = host.alloc(bytes).map(drop).unwrap_err();
+            assert!(matches!(err, MemoryError::TooLarge { .. } | MemoryError::OverLimit { .. }), "{bytes}: {err}");
+            assert!(host.in_use() <= before + (64 << 20), "a refused request of {bytes} bytes left the count raised");
+        }
+        assert_eq!(size_class(usize::MAX - 4095), None);
+        assert_eq!(size_class(MAX_BYTES as usize - 4095), Some(MAX_BYTES as usize - 4095));
+        assert_eq!(size_class(MAX_BYTES as usize - 4094), None);
+        assert!(host.charge(u64::MAX - 10).is_err());
+        let small = host.alloc(100).unwrap();
+        assert_eq!(small.len(), 100, "allocation still works after the refusals");
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod allocator;
 mod arena;
 mod device;
 mod error;
+mod fits;
 mod host;
 mod planner;
 
@@ -18,5 +19,6 @@ pub use allocator::Allocator;
 pub use arena::{Arena, Region};
 pub use device::{Device, DeviceKind};
 pub use error::MemoryError;
-pub use host::{host_allocator, HostAllocator, HostBlock, HOST_ALIGNMENT};
+pub use fits::check_fits;
+pub use host::{host_allocator, HostAllocator, HostBlock, HostCharge, HOST_ALIGNMENT};
 pub use planner::{BufferRequest, Order, Plan, PlanError};

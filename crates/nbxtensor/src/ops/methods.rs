@@ -20,6 +20,7 @@ use super::operand::{cast_to, promote, Operand, Scalar};
 use super::spec::attention::Sdpa;
 use super::spec::binary::{Binary, BinaryOp};
 use super::spec::cast::{Cast, Copy};
+use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::matmul::Product;
 use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
@@ -258,7 +259,8 @@ impl Tensor {
         Ok(one(apply("clip", &[self], |dtype| Unary::clip(dtype, min, max))?))
     }
 
-    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted.
+    /// `a` where `self` (bool) is true, else `b`, the three broadcast, `a` and `b` promoted; a
+    /// condition of another dtype is refused by name (it is not read as bool).
     pub fn if_else<'a>(&'a self, a: impl Into<Operand<'a>>, b: impl Into<Operand<'a>>) -> Result<Tensor> {
         if self.dtype() != DType::Bool {
             return Err(KernelError::Invalid(format!(
@@ -375,6 +377,31 @@ impl Tensor {
     ) -> Result<Tensor> {
         let inputs: Vec<&Tensor> = [self, k, v].into_iter().chain(mask).collect();
         Ok(one(apply("sdpa", &inputs, |dtype| Ok(Sdpa { dtype, causal, scale }))?))
+    }
+
+    /// Attention of the queries `self` `[b, hq, sq ≤ 8, d]` over the first `length` rows of
+    /// the caches `k_cache [b, hk, T, d]` and `v_cache [b, hk, T, dv]`; `length` an int32 or
+    /// int64 tensor `[]`, `[1]` or `[b]` on the caches' device (one captured program serves
+    /// every length); `causal`: query `i` sees keys below `length − sq + 1 + i`.
+    pub fn decode_attention(
+        &self,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        length: &Tensor,
+        causal: bool,
+        scale: Option<f64>,
+    ) -> Result<Tensor> {
+        let spec = DecodeAttention { dtype: self.dtype(), causal, scale };
+        Ok(one(run(spec, &[self, k_cache, v_cache, length])?))
+    }
+
+    /// Writes `new [b, h, s, d]` into this cache `[b, h, T, d]` at rows `position ..
+    /// position + s`, in place (`position`: int32 or int64, `[]`, `[1]` or `[b]`, on the
+    /// cache's device). The host refuses a position past the end; a GPU skips the rows that
+    /// would fall outside the cache.
+    pub fn kv_cache_write(&self, new: &Tensor, position: &Tensor) -> Result<()> {
+        run(KvCacheWrite { dtype: self.dtype() }, &[self, new, position])?;
+        Ok(())
     }
 
     /// `self · Wᵀ` with `W` packed in the int4-g128-asym layout (`packed`, `scales`, `minima`).

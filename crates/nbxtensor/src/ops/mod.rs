@@ -56,6 +56,30 @@ thread_local! {
     static RECORDING: RefCell<Option<Vec<Recorded>>> = const { RefCell::new(None) };
 }
 
+/// Runs `f` with this thread's recording and launch observer set aside (its launches run),
+/// then puts them back, even when `f` panics: for the host values an op makes to send to a
+/// device (a scalar operand's 0-d tensor), which must hold data even inside a trace.
+pub(crate) fn eagerly<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Option<Vec<Recorded>>>, Option<Arc<dyn launch_observer::LaunchObserver>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(recording) = self.0.take() {
+                RECORDING.with(|r| *r.borrow_mut() = recording);
+            }
+            if let Some(observer) = self.1.take() {
+                launch_observer::set_launch_observer(Some(observer));
+            }
+        }
+    }
+    let recording = RECORDING.with(|r| r.borrow_mut().take());
+    let observer = launch_observer::launch_observer();
+    if observer.is_some() {
+        launch_observer::set_launch_observer(None);
+    }
+    let _restore = Restore(Some(recording), observer);
+    f()
+}
+
 /// Starts recording this thread's launches instead of running them; refused when a
 /// recording is already on.
 pub fn start_recording() -> Result<(), KernelError> {
@@ -262,6 +286,24 @@ fn symbolic(meta: &TensorMeta, device: Device) -> Result<Tensor, KernelError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eagerly_runs_its_launches_inside_a_trace_or_a_dry_run_and_puts_them_back() {
+        let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let program = crate::program::trace(&[x.clone()], |t| {
+            let real = eagerly(|| call("neg", &Attrs::new(), &[&x])).unwrap().remove(0);
+            assert_eq!(real.to_vec::<f32>().unwrap(), vec![-1.0, -2.0], "run, not recorded");
+            Ok(call("add", &Attrs::new(), &[&t[0], &real])?)
+        })
+        .unwrap();
+        assert_eq!(program.steps.len(), 1, "the trace records the add alone, and records again after");
+        let recorder = Arc::new(launch_observer::KeyRecorder::default());
+        launch_observer::set_launch_observer(Some(recorder.clone()));
+        let real = eagerly(|| call("neg", &Attrs::new(), &[&x])).unwrap().remove(0);
+        assert!(!real.storage().is_symbolic() && launch_observer::dry_run(), "the observer is back");
+        launch_observer::set_launch_observer(None);
+        assert!(recorder.launches().is_empty());
+    }
 
     fn kept() -> usize {
         MADE.with(|made| made.borrow().len())

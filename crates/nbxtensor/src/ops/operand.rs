@@ -116,7 +116,14 @@ pub fn cast_to(t: &Tensor, dtype: DType) -> Result<Tensor> {
 /// A 0-d tensor of `dtype` holding `value` on `device`: integers written exactly (the caller
 /// checked that they fit), floats and complex rounded by the cast op (as a cast of a float64
 /// tensor rounds).
+///
+/// For another device than the host the value is made on the host eagerly (even inside a
+/// trace or a dry run, whose cast would be a symbolic tensor with nothing to move) and moved:
+/// a constant of the program being traced.
 pub fn scalar_tensor(op: &str, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+    if device != Device::CPU {
+        return super::eagerly(|| scalar_tensor(op, value, dtype, Device::CPU))?.to(device).map_err(Into::into);
+    }
     let host = match (value, dtype.kind()) {
         (PyScalar::Bool(b), Kind::Bool) => Tensor::from_bytes(DType::Bool, &[], &[u8::from(b)])?,
         (PyScalar::Bool(b), _) => cast_to(&Tensor::from_vec(vec![f64::from(u8::from(b))], &[])?, dtype)?,

@@ -139,6 +139,7 @@ impl Replay {
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         match &self.graph {
             Some(graph) => {
+                let _turn = self.executable.turn(); // replays share the arena: one at a time
                 self.executable.load_inputs(inputs)?;
                 graph.launch()?;
                 self.executable.copy_outputs()

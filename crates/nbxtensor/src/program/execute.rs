@@ -4,7 +4,7 @@ use super::{Program, ProgramError, ProgramPlan, Result, Source};
 use crate::kernel::{Launch, Workspace};
 use crate::memory::{Arena, Region};
 use crate::tensor::{Storage, Tensor};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One launch with its tensors bound to the arena.
 pub(super) struct BoundStep {
@@ -15,6 +15,10 @@ pub(super) struct BoundStep {
 
 /// A program with its arena allocated and every launch's tensors bound: running it copies the
 /// inputs in, launches every kernel, and copies the outputs out.
+///
+/// An executable may be shared between threads: its one arena serves one run at a time, so
+/// runs from several threads take turns (each waits for the run before it), and each gets
+/// the outputs of its own inputs.
 pub struct Executable {
     pub(super) program: Program,
     pub(super) plan: ProgramPlan,
@@ -22,6 +26,8 @@ pub struct Executable {
     pub(super) steps: Vec<BoundStep>,
     pub(super) buffers: Vec<Tensor>,
     pub(super) outputs: Vec<Tensor>,
+    /// Held for the whole of a run: the arena's inputs, launches and outputs belong to it.
+    pub(super) turn: Mutex<()>,
 }
 
 impl Executable {
@@ -60,7 +66,7 @@ impl Executable {
             })
             .collect::<Result<Vec<_>>>()?;
         let outputs = program.outputs.iter().map(bind).collect::<Result<Vec<_>>>()?;
-        Ok(Executable { program, plan, arena, steps, buffers, outputs })
+        Ok(Executable { program, plan, arena, steps, buffers, outputs, turn: Mutex::new(()) })
     }
 
     /// The program.
@@ -124,9 +130,18 @@ impl Executable {
         Ok(self.outputs.iter().map(Tensor::fresh_copy).collect::<Result<_, _>>()?)
     }
 
+    /// This executable's turn at its arena: held by a run from loading the inputs to copying
+    /// the outputs out (a run that panicked leaves nothing behind that the next one reads
+    /// first: every run loads all its inputs anew).
+    pub(super) fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Runs the program on `inputs` (the traced dtypes and shapes): copies them in, launches
-    /// every kernel over the arena, and returns copies of the outputs.
+    /// every kernel over the arena, and returns copies of the outputs. Runs from several
+    /// threads take turns.
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let _turn = self.turn();
         self.load_inputs(inputs)?;
         for index in 0..self.steps.len() {
             self.launch(index)?;

@@ -4,7 +4,6 @@
 use super::{Program, ProgramError, Result, Source};
 use crate::backend;
 use crate::memory::{BufferRequest, Device, Plan};
-use crate::settings::memory_limit;
 
 /// A program's memory plan: the arena offset of each buffer and of each launch's workspace.
 #[derive(Clone, Debug)]
@@ -107,14 +106,7 @@ impl Program {
         let requests = self.requests();
         let alignment = backend::of(self.device).alignment();
         let plan = Plan::new(&requests, alignment).map_err(|e| ProgramError::Invalid(e.to_string()))?;
-        if let Some(limit) = memory_limit::limit() {
-            if plan.arena_bytes > limit {
-                return Err(ProgramError::Invalid(format!(
-                    "the program needs an arena of {} bytes, over the memory limit of {limit} bytes",
-                    plan.arena_bytes
-                )));
-            }
-        }
+        crate::memory::check_fits(self.device, plan.arena_bytes, "the program's arena")?;
         let buffer_offsets = plan.offsets[..self.buffers.len()].to_vec();
         let workspace_offsets = plan.offsets[self.buffers.len()..].to_vec();
         Ok(ProgramPlan { plan, requests, buffer_offsets, workspace_offsets, device: self.device })

@@ -144,7 +144,16 @@ fn record(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>
         })
         .collect::<Result<Vec<_>>>()?;
     ops::start_recording()?;
+    /// Ends the recording if the model panics, so the thread can trace again.
+    struct StopOnUnwind;
+    impl Drop for StopOnUnwind {
+        fn drop(&mut self) {
+            ops::finish_recording();
+        }
+    }
+    let stop = StopOnUnwind;
     let returned = model(&stand_ins);
+    std::mem::forget(stop);
     let launches = ops::finish_recording();
     let returned = returned?;
 
@@ -162,6 +171,18 @@ fn record(inputs: &[Tensor], model: impl FnOnce(&[Tensor]) -> Result<Vec<Tensor>
         let inputs = launch.inputs.iter().map(|t| operand(t, &by_storage)).collect();
         let outputs = launch.outputs.iter().map(|t| register(t, &mut buffers, &mut by_storage)).collect();
         steps.push(Step { kernel: launch.kernel, cost: launch.cost, inputs, outputs });
+    }
+    for (index, step) in steps.iter().enumerate() {
+        for &input in &step.cost.updates {
+            if !matches!(step.inputs.get(input).map(|o| &o.source), Some(Source::Constant(_))) {
+                return Err(ProgramError::Invalid(format!(
+                    "launch {index} ({}) updates its input {input} in place: in a program that must be state \
+                     the model holds (a tensor it captured, as a KV cache), not a program input or a value the \
+                     program computes",
+                    step.kernel.key()
+                )));
+            }
+        }
     }
     let outputs = returned.iter().map(|t| operand(t, &by_storage)).collect();
     Ok(Program { steps, buffers, inputs: input_ids, outputs, device })

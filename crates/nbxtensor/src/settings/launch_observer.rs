@@ -1,8 +1,12 @@
 //! The launch observer: an application may watch every kernel launch without running it (a
 //! dry run that lists the kernel keys a model forms, with no device). With none installed,
 //! every launch runs.
+//!
+//! The observer is a setting of the thread that installs it: it watches that thread's
+//! launches only, so a dry run on one thread never makes another thread's ops run dry.
 
-use std::sync::{Arc, RwLock};
+use std::cell::RefCell;
+use std::sync::Arc;
 
 /// What watches launches. The program layer asks [`LaunchObserver::active`] before each
 /// launch; while it is true, the launch is recorded instead of run.
@@ -13,22 +17,25 @@ pub trait LaunchObserver: Send + Sync {
     fn record(&self, tuned: bool, key: &str);
 }
 
-fn setting() -> &'static RwLock<Option<Arc<dyn LaunchObserver>>> {
-    static SETTING: RwLock<Option<Arc<dyn LaunchObserver>>> = RwLock::new(None);
-    &SETTING
+thread_local! {
+    static SETTING: RefCell<Option<Arc<dyn LaunchObserver>>> = const { RefCell::new(None) };
 }
 
-/// Installs an observer; `None` removes it (every launch runs again).
+/// Installs an observer for this thread's launches; `None` removes it (every launch of this
+/// thread runs again). Other threads keep their own setting.
 pub fn set_launch_observer(observer: Option<Arc<dyn LaunchObserver>>) {
-    *setting().write().unwrap_or_else(|e| e.into_inner()) = observer;
+    // the previous observer is dropped after the setting is replaced (its drop may install
+    // or read observers itself)
+    let previous = SETTING.with(|s| s.replace(observer));
+    drop(previous);
 }
 
-/// The observer in force, if any.
+/// The observer in force on this thread, if any.
 pub fn launch_observer() -> Option<Arc<dyn LaunchObserver>> {
-    setting().read().unwrap_or_else(|e| e.into_inner()).clone()
+    SETTING.try_with(|s| s.borrow().clone()).ok().flatten()
 }
 
-/// Whether launches run dry now: an observer is installed and active.
+/// Whether this thread's launches run dry now: an observer is installed on it and active.
 ///
 /// ```
 /// use nbxtensor::settings::launch_observer::{dry_run, set_launch_observer, KeyRecorder};
@@ -37,6 +44,7 @@ pub fn launch_observer() -> Option<Arc<dyn LaunchObserver>> {
 /// let recorder = Arc::new(KeyRecorder::default());
 /// set_launch_observer(Some(recorder.clone()));
 /// assert!(dry_run());
+/// assert!(!std::thread::spawn(dry_run).join().unwrap(), "another thread runs its launches");
 /// set_launch_observer(None);
 /// assert!(!dry_run());
 /// ```

@@ -20,6 +20,14 @@ pub enum ShapeError {
         /// What was being computed, naming the shape.
         what: String,
     },
+    /// A byte count past the address space ([`super::bytes::MAX_BYTES`]).
+    #[error("{what} takes {bytes} bytes, more than an address space holds")]
+    TooManyBytes {
+        /// What was being sized, naming the shape.
+        what: String,
+        /// The exact byte count, in decimal.
+        bytes: String,
+    },
     /// Strides whose length differs from the shape's.
     #[error("strides {strides} have {strides_len} entries but shape {shape} has {shape_len}")]
     StridesLength {

@@ -13,6 +13,7 @@
 //! ```
 
 mod broadcast;
+pub mod bytes;
 mod check;
 mod error;
 mod slice;

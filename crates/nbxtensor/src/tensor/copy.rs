@@ -2,13 +2,16 @@
 
 use super::{Element, Result, Tensor, TensorError};
 use crate::backend;
+use crate::memory::host_allocator;
 use crate::shape;
 use std::sync::Arc;
 
 impl Tensor {
-    /// The elements in row-major order as bytes (a copy).
+    /// The elements in row-major order as bytes (a copy), counted against the host's memory
+    /// limit while it is made; the vector is the caller's after.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let len = self.numel() as usize * self.dtype.itemsize()?;
+        let len = self.byte_len()?;
+        let _counted = host_allocator().charge(len as u64)?;
         let mut out = Vec::new();
         out.try_reserve_exact(len).map_err(|e| TensorError::Invalid(format!("to_bytes: {e}")))?;
         out.resize(len, 0);
@@ -19,12 +22,12 @@ impl Tensor {
     /// Writes the elements in row-major order into `out` (exactly `numel * itemsize` bytes).
     pub fn copy_to(&self, out: &mut [u8]) -> Result<()> {
         let itemsize = self.dtype.itemsize()?;
-        if out.len() != self.numel() as usize * itemsize {
+        let len = self.byte_len()?;
+        if out.len() != len {
             return Err(TensorError::Invalid(format!(
-                "copy_to: {} elements of {} take {} bytes, the destination has {}",
+                "copy_to: {} elements of {} take {len} bytes, the destination has {}",
                 self.numel(),
                 self.dtype,
-                self.numel() as usize * itemsize,
                 out.len()
             )));
         }
@@ -67,22 +70,17 @@ impl Tensor {
     /// The same elements in a contiguous host tensor: the bytes the layout reaches are copied
     /// off the device (after the work queued before), then gathered.
     fn to_host(&self) -> Result<Tensor> {
-        let itemsize = self.dtype.itemsize()? as i64;
-        let (mut low, mut high) = (self.offset, self.offset);
-        for (&size, &stride) in self.shape.iter().zip(&self.strides) {
-            let reach = (size - 1) * stride;
-            if reach < 0 {
-                low += reach
-            } else {
-                high += reach
-            }
-        }
-        let mut span = Vec::new();
-        let len = ((high - low + 1) * itemsize) as usize;
-        span.try_reserve_exact(len).map_err(|e| TensorError::Invalid(format!("copy to the host: {e}")))?;
-        span.resize(len, 0);
-        self.storage.read_into((low * itemsize) as usize, &mut span)?;
-        let storage = Arc::new(super::Storage::copy_of(&span)?);
+        let itemsize = self.dtype.itemsize()?;
+        let Some(reach) = shape::bytes::reach(&self.shape, &self.strides, self.offset)? else {
+            return Tensor::zeros(self.dtype, &self.shape);
+        };
+        // the reach lies inside the storage (checked when the tensor was made)
+        let (low, len) = (reach.low as i64, reach.span_bytes(itemsize) as usize);
+        let span = super::Storage::zeroed(len)?;
+        // SAFETY: the storage is new and nobody else holds it; it has `len` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(span.as_ptr(), len) };
+        self.storage.read_into(low as usize * itemsize, bytes)?;
+        let storage = Arc::new(span);
         Tensor::from_storage(storage, self.dtype, &self.shape, &self.strides, self.offset - low)?.contiguous()
     }
 
@@ -106,18 +104,28 @@ impl Tensor {
         if dst.is_read_only() {
             return Err(TensorError::ReadOnly("write_into: the destination is read-only".into()));
         }
-        let len = self.numel() as usize * self.dtype.itemsize()?;
+        let len = self.byte_len()?;
         if len == 0 {
             return Ok(());
         }
         let target = backend::of(dst.device());
         let address = dst.data_ptr() as u64;
-        // SAFETY (both): dst is contiguous with `len` bytes at data_ptr (checked above); the
+        // SAFETY (all): dst is contiguous with `len` bytes at data_ptr (checked above); the
         // caller guarantees exclusive access.
-        if self.device() == dst.device() && self.is_contiguous() && !target.host_addressable() {
+        if target.host_addressable() {
+            if Arc::ptr_eq(self.storage(), dst.storage()) {
+                // one storage: the source's bytes may overlap the destination's (a move)
+                let bytes = self.host_bytes()?;
+                unsafe { std::ptr::copy(bytes.as_ptr(), dst.data_ptr(), len) };
+            } else {
+                // gathered (or read off the source's device) straight into the destination
+                self.copy_to(unsafe { std::slice::from_raw_parts_mut(dst.data_ptr(), len) })?;
+            }
+        } else if self.device() == dst.device() && self.is_contiguous() {
             unsafe { target.copy_within(address, self.data_ptr() as u64, len)? };
         } else {
-            unsafe { target.write(address, &self.to_bytes()?)? };
+            // through the host, in a counted block
+            unsafe { target.write(address, &self.host_bytes()?)? };
         }
         Ok(())
     }
@@ -135,12 +143,15 @@ impl Tensor {
         if T::DTYPE != self.dtype {
             return Err(TensorError::Invalid(format!("to_vec: the tensor holds {}, not {}", self.dtype, T::DTYPE)));
         }
-        let bytes = self.to_bytes()?;
-        let mut values = Vec::with_capacity(bytes.len() / std::mem::size_of::<T>());
-        for chunk in bytes.chunks_exact(std::mem::size_of::<T>()) {
-            // SAFETY: every bit pattern of the width is a valid T (Element's contract).
-            values.push(unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) });
-        }
+        let len = self.byte_len()?;
+        let _counted = host_allocator().charge(len as u64)?;
+        let mut values = Vec::new();
+        let n = len / std::mem::size_of::<T>();
+        values.try_reserve_exact(n).map_err(|e| TensorError::Invalid(format!("to_vec: {e}")))?;
+        // SAFETY: every bit pattern of the width, zero included, is a valid T (Element's contract).
+        values.resize(n, unsafe { std::mem::zeroed::<T>() });
+        // SAFETY: the vector holds `len` bytes of plain elements, written here as bytes.
+        self.copy_to(unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) })?;
         Ok(values)
     }
 
@@ -149,8 +160,6 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let strides = shape::contiguous_strides(&self.shape)?;
-        let storage = super::Storage::copy_of_on(&self.to_bytes()?, self.device())?;
-        Tensor::from_storage(Arc::new(storage), self.dtype, &self.shape, &strides, 0)
+        self.fresh_copy()
     }
 }

@@ -11,6 +11,8 @@
 //! assert_eq!(tenth.to_string(), "Tensor([0.1       , 0.33333334], dtype=float32)");
 //! let big = Tensor::from_vec((0..2000).map(|v| v as i32).collect(), &[2000])?;
 //! assert_eq!(big.to_string(), "Tensor([   0,    1,    2, ..., 1997, 1998, 1999], dtype=int32)");
+//! let empty = Tensor::zeros(nbxtensor::DType::Float32, &[1, 0])?.expand(&[1 << 62, 0])?;
+//! assert_eq!(empty.to_string(), "Tensor([], shape=(4611686018427387904, 0), dtype=float32)");
 //! # Ok::<(), nbxtensor::Error>(())
 //! ```
 
@@ -136,6 +138,16 @@ impl fmt::Display for Tensor {
         let device = if self.device() == Device::CPU { String::new() } else { format!(", device={}", self.device()) };
         if self.storage().is_symbolic() {
             return write!(f, "Tensor(<traced>, shape={:?}, dtype={}{device})", self.shape(), self.dtype());
+        }
+        if self.numel() == 0 {
+            // as numpy writes an empty array: its shape, unless it is (0,) (however long its
+            // other dims: a broadcast of 2^62 empty rows is one line, not 2^62 brackets)
+            let shape = match self.shape() {
+                [0] => String::new(),
+                [d] => format!(", shape=({d},)"),
+                dims => format!(", shape=({})", dims.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+            };
+            return write!(f, "Tensor([]{shape}, dtype={}{device})", self.dtype());
         }
         let rendered = summarized(self).and_then(|(t, cut)| {
             let values = texts(&t)?;

@@ -277,54 +277,180 @@ unsafe fn import_view(view: &DLTensor, read_only: bool, owner: Box<Imported>) ->
     let device = crate::backend::device_of_dlpack(view.device.device_type, view.device.device_id)
         .map_err(TensorError::Invalid)?;
     let dtype = DType::from_dlpack(view.dtype.code, view.dtype.bits, view.dtype.lanes)?;
-    let itemsize = dtype.itemsize()? as i128;
+    let itemsize = dtype.itemsize()?;
     let ndim = usize::try_from(view.ndim)
         .map_err(|_| TensorError::Invalid(format!("DLPack ndim {} is negative", view.ndim)))?;
+    if ndim > MAX_IMPORT_DIMS {
+        return Err(TensorError::Invalid(format!(
+            "DLPack ndim {ndim} is more than {MAX_IMPORT_DIMS} dims (numpy's limit, and this library's for imports)"
+        )));
+    }
     if ndim > 0 && view.shape.is_null() {
         return Err(TensorError::Invalid("DLPack tensor with dims but a null shape".into()));
     }
     // SAFETY: shape (and strides, when not null) hold ndim entries by the DLPack contract.
     let shape: Vec<i64> =
         if ndim == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(view.shape, ndim) }.to_vec() };
-    let numel = crate::shape::numel(&shape)?;
+    crate::shape::numel(&shape)?;
     let strides = if view.strides.is_null() || ndim == 0 {
         crate::shape::contiguous_strides(&shape)?
     } else {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(view.strides, ndim) }.to_vec()
     };
-    // the elements' span, relative to the first element
-    let (mut low, mut high) = (0i128, 0i128);
-    if numel > 0 {
-        for (&size, &stride) in shape.iter().zip(&strides) {
-            let reach = i128::from(size - 1) * i128::from(stride);
-            if reach < 0 {
-                low += reach
-            } else {
-                high += reach
-            }
-        }
-    }
-    let span = if numel == 0 { 0 } else { (high - low + 1) * itemsize };
-    let first = (view.data as i128) + i128::from(view.byte_offset);
-    let base = first + low * itemsize;
-    let len = usize::try_from(span)
-        .map_err(|_| TensorError::Invalid("DLPack tensor spans more bytes than memory holds".into()))?;
-    let base = if len == 0 {
-        NonNull::dangling()
-    } else {
-        NonNull::new(base as usize as *mut u8)
-            .ok_or_else(|| TensorError::Invalid("DLPack tensor with a null data pointer".into()))?
+    let placed = place(view.data as usize, view.byte_offset, &shape, &strides, itemsize).map_err(|why| {
+        TensorError::Invalid(format!(
+            "DLPack tensor of shape {shape:?}, strides {strides:?}, byte offset {} from address {:#x}: {why}",
+            view.byte_offset, view.data as usize
+        ))
+    })?;
+    let (base, len, offset) = match placed {
+        None => (NonNull::dangling(), 0, 0),
+        Some(Placed { base, len, offset }) => (
+            NonNull::new(base as *mut u8)
+                .ok_or_else(|| TensorError::Invalid("DLPack tensor with a null data pointer".into()))?,
+            len,
+            offset,
+        ),
     };
     // SAFETY: the producer keeps the span readable (and writable unless read-only) until its
     // deleter runs, which the owner delays until the storage is dropped.
     let storage = unsafe { Storage::foreign(base, len, device, read_only, owner) };
-    Tensor::from_storage(Arc::new(storage), dtype, &shape, &strides, (-low) as i64)
+    Tensor::from_storage(Arc::new(storage), dtype, &shape, &strides, offset)
+}
+
+/// The most dims an imported tensor may have (numpy's `NPY_MAXDIMS`).
+pub const MAX_IMPORT_DIMS: usize = 64;
+
+/// Where an imported layout's bytes lie: the first byte reached, the bytes spanned, and the
+/// first element's index from that byte.
+#[derive(Debug, PartialEq, Eq)]
+struct Placed {
+    base: usize,
+    len: usize,
+    offset: i64,
+}
+
+/// The top of the addresses a process can be given: 2^57 on 64-bit targets (x86-64 with
+/// 5-level paging gives user space up to 2^56, arm64 up to 2^52; CUDA's unified addresses lie
+/// in the same range), the whole pointer width elsewhere. A producer's span past it cannot be
+/// memory, so it is refused before anything reads it.
+const ADDRESS_TOP: i128 = if usize::BITS >= 64 { 1 << 57 } else { usize::MAX as i128 + 1 };
+
+/// The bytes a layout at `data + byte_offset` reaches (`None` for no element), computed in
+/// 128 bits and refused, by name, when any byte lies outside the address space (below 0, at
+/// or past [`ADDRESS_TOP`]), the span passes `isize::MAX`, or the first element's index does
+/// not fit 64 bits.
+fn place(
+    data: usize,
+    byte_offset: u64,
+    shape: &[i64],
+    strides: &[i64],
+    itemsize: usize,
+) -> std::result::Result<Option<Placed>, String> {
+    let Some(reach) = crate::shape::bytes::reach(shape, strides, 0).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let size = itemsize as i128;
+    let first = data as i128 + i128::from(byte_offset);
+    let top = ADDRESS_TOP;
+    // |reach| < 2^126 elements, times the element's bytes: checked, an overflow lies
+    // outside every address space as surely as a span past the top
+    let byte = |element: i128| element.checked_mul(size).and_then(|b| b.checked_add(first));
+    let (Some(start), Some(end)) = (byte(reach.low), reach.high.checked_add(1).and_then(byte)) else {
+        return Err(format!(
+            "its bytes lie outside the address space (0..{top}): elements {}..={} of {itemsize} bytes",
+            reach.low, reach.high
+        ));
+    };
+    if start < 0 || end > top {
+        return Err(format!("its bytes {start}..{end} lie outside the address space (0..{top})"));
+    }
+    let len = end - start;
+    if len > i128::from(crate::shape::bytes::MAX_BYTES) {
+        return Err(format!("it spans {len} bytes, more than an address space holds"));
+    }
+    let offset =
+        i64::try_from(-reach.low).map_err(|_| format!("its first element is {} elements into its span", -reach.low))?;
+    Ok(Some(Placed { base: start as usize, len: len as usize, offset }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_outside_the_address_space_are_refused_by_name() {
+        let at = 0x1000_0000usize;
+        assert_eq!(place(at, 8, &[3], &[1], 4), Ok(Some(Placed { base: at + 8, len: 12, offset: 0 })));
+        assert_eq!(place(at, 0, &[3], &[-1], 4), Ok(Some(Placed { base: at - 8, len: 12, offset: 2 })));
+        assert_eq!(place(at, u64::MAX, &[0], &[1], 4), Ok(None), "no element: nothing is read");
+        // found by the dlpack_import fuzz target: 2^62 elements 2^63 - 1 apart reach 2^125
+        // elements, whose bytes (16 each) overflowed 128 bits
+        let wide = place(at, 0, &[1 << 62], &[i64::MAX], 16).unwrap_err();
+        assert!(wide.contains("outside the address space"), "{wide}");
+        for (offset, shape, strides) in [
+            (1u64 << 63, vec![1i64], vec![1i64]),
+            (u64::MAX, vec![1], vec![1]),
+            (0, vec![2], vec![-(1i64 << 60)]),
+            (0, vec![2], vec![1 << 60]),
+            (0, vec![2, 2], vec![i64::MAX, i64::MAX]),
+            (0, vec![2], vec![i64::MIN]),
+        ] {
+            let err = place(at, offset, &shape, &strides, 8).unwrap_err();
+            assert!(err.contains("outside the address space"), "{offset} {shape:?} {strides:?}: {err}");
+        }
+    }
+
+    fn managed_with(
+        ndim: i32,
+        shape: &mut [i64],
+        strides: *mut i64,
+        byte_offset: u64,
+        data: *mut c_void,
+    ) -> DLManagedTensorVersioned {
+        DLManagedTensorVersioned {
+            version: VERSION,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: None,
+            flags: 0,
+            dl_tensor: DLTensor {
+                data,
+                device: DLDevice { device_type: KDL_CPU, device_id: 0 },
+                ndim,
+                dtype: DLDataType { code: KDL_FLOAT, bits: 32, lanes: 1 },
+                shape: shape.as_mut_ptr(),
+                strides,
+                byte_offset,
+            },
+        }
+    }
+
+    #[test]
+    fn imports_refuse_too_many_dims_and_wild_offsets_before_reading() {
+        let mut buffer = [1.0f32; 4];
+        let data = buffer.as_mut_ptr().cast::<c_void>();
+        // a shape array of 1 entry described as 2^31 - 1 dims: refused before it is read
+        let mut one = [1i64];
+        let mut wide = managed_with(i32::MAX, &mut one, std::ptr::null_mut(), 0, data);
+        let err = unsafe { import_versioned(&mut wide) }.map(drop).unwrap_err().to_string();
+        assert!(err.contains("ndim 2147483647 is more than 64 dims"), "{err}");
+        let mut many = [1i64; 65];
+        let mut m = managed_with(65, &mut many, std::ptr::null_mut(), 0, data);
+        assert!(unsafe { import_versioned(&mut m) }.map(drop).unwrap_err().to_string().contains("65 is more than 64"));
+        for offset in [1u64 << 63, u64::MAX] {
+            let mut shape = [1i64];
+            let mut m = managed_with(1, &mut shape, std::ptr::null_mut(), offset, data);
+            let err = unsafe { import_versioned(&mut m) }.map(drop).unwrap_err().to_string();
+            assert!(err.contains("outside the address space"), "{err}");
+        }
+        let (mut shape, mut strides) = ([2i64], [-(1i64 << 60)]);
+        let mut m = managed_with(1, &mut shape, strides.as_mut_ptr(), 0, data);
+        assert!(unsafe { import_versioned(&mut m) }.map(drop).unwrap_err().to_string().contains("address space"));
+        let mut shape = [4i64];
+        let mut fine = managed_with(1, &mut shape, std::ptr::null_mut(), 0, data);
+        assert_eq!(unsafe { import_versioned(&mut fine) }.unwrap().to_vec::<f32>().unwrap(), vec![1.0; 4]);
+    }
 
     #[test]
     fn an_export_imports_back_as_the_same_elements_without_a_copy() {

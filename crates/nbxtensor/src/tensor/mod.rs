@@ -18,11 +18,13 @@ mod display;
 pub mod dlpack;
 mod element;
 mod error;
+mod host_elements;
 mod storage;
 mod views;
 
 pub use element::Element;
 pub use error::TensorError;
+pub use host_elements::HostElements;
 pub use storage::Storage;
 
 use crate::dtype::DType;
@@ -53,22 +55,13 @@ impl Tensor {
         strides: &[i64],
         offset: i64,
     ) -> Result<Tensor> {
-        let itemsize = dtype.itemsize()? as i128;
-        let numel = shape::numel(shape)?;
-        shape::is_contiguous(shape, strides)?; // refuses strides of another length than the shape
-        if numel > 0 {
-            let (mut low, mut high) = (i128::from(offset), i128::from(offset));
-            for (&size, &stride) in shape.iter().zip(strides) {
-                let reach = i128::from(size - 1) * i128::from(stride);
-                if reach < 0 {
-                    low += reach
-                } else {
-                    high += reach
-                }
-            }
-            if low < 0 || (high + 1) * itemsize > storage.len() as i128 {
+        let itemsize = dtype.itemsize()?;
+        if let Some(reach) = shape::bytes::reach(shape, strides, offset)? {
+            if !reach.fits(itemsize, storage.len()) {
                 return Err(TensorError::Invalid(format!(
-                    "a {dtype} layout of shape {shape:?}, strides {strides:?}, offset {offset} addresses elements {low}..={high}, outside a storage of {} bytes",
+                    "a {dtype} layout of shape {shape:?}, strides {strides:?}, offset {offset} addresses elements {}..={}, outside a storage of {} bytes",
+                    reach.low,
+                    reach.high,
                     storage.len()
                 )));
             }
@@ -78,8 +71,8 @@ impl Tensor {
 
     /// A contiguous tensor holding a copy of `bytes` (exactly `numel * itemsize` of them).
     pub fn from_bytes(dtype: DType, shape: &[i64], bytes: &[u8]) -> Result<Tensor> {
-        let expected = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
-        if expected != bytes.len() as u128 {
+        let expected = shape::bytes::shape_bytes(shape, dtype.itemsize()?)?;
+        if expected != bytes.len() {
             return Err(TensorError::Invalid(format!(
                 "a {dtype} tensor of shape {shape:?} takes {expected} bytes, {} were given",
                 bytes.len()
@@ -91,18 +84,14 @@ impl Tensor {
 
     /// A contiguous tensor of zeros (all bytes zero).
     pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Tensor> {
-        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
-        let bytes = usize::try_from(bytes)
-            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let bytes = Tensor::bytes_of(dtype, shape)?;
         let strides = shape::contiguous_strides(shape)?;
         Tensor::from_storage(Arc::new(Storage::zeroed(bytes)?), dtype, shape, &strides, 0)
     }
 
     /// A contiguous tensor of zeros on `device`.
     pub fn zeros_on(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
-        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
-        let bytes = usize::try_from(bytes)
-            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let bytes = Tensor::bytes_of(dtype, shape)?;
         let strides = shape::contiguous_strides(shape)?;
         Tensor::from_storage(Arc::new(Storage::zeroed_on(bytes, device)?), dtype, shape, &strides, 0)
     }
@@ -110,9 +99,7 @@ impl Tensor {
     /// A contiguous tensor on `device` for a kernel to write in full: zeroed on the host,
     /// uninitialised on a GPU.
     pub fn for_output(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
-        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
-        let bytes = usize::try_from(bytes)
-            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let bytes = Tensor::bytes_of(dtype, shape)?;
         let strides = shape::contiguous_strides(shape)?;
         // contiguous over exactly its bytes: nothing for from_storage's checks to refuse
         let storage = Arc::new(Storage::for_outputs(bytes, device)?);
@@ -122,11 +109,30 @@ impl Tensor {
     /// A contiguous tensor on `device` with no data: a stand-in for tracing or a dry run,
     /// usable where no such device is present.
     pub fn symbolic(device: Device, dtype: DType, shape: &[i64]) -> Result<Tensor> {
-        let bytes = shape::numel(shape)? as u128 * dtype.itemsize()? as u128;
-        let bytes = usize::try_from(bytes)
-            .map_err(|_| TensorError::Invalid(format!("a {dtype} tensor of shape {shape:?} is too large")))?;
+        let bytes = Tensor::bytes_of(dtype, shape)?;
         let strides = shape::contiguous_strides(shape)?;
         Tensor::from_storage(Arc::new(Storage::symbolic(bytes, device)), dtype, shape, &strides, 0)
+    }
+
+    /// The bytes of a contiguous `dtype` tensor of `shape`, refused by name past the address
+    /// space.
+    fn bytes_of(dtype: DType, shape: &[i64]) -> Result<usize> {
+        let numel = shape::numel(shape)?;
+        Ok(shape::bytes::byte_len(numel, dtype.itemsize()?, || format!("a {dtype} tensor of shape {shape:?}"))?)
+    }
+
+    /// The bytes of the tensor's elements (`numel * itemsize`), refused by name past the
+    /// address space (a broadcast view may have more elements than any memory holds).
+    ///
+    /// ```
+    /// use nbxtensor::tensor::Tensor;
+    /// let one = Tensor::from_vec(vec![1.0f64], &[1])?;
+    /// assert_eq!(one.expand(&[1 << 20])?.byte_len()?, 8 << 20);
+    /// assert!(one.expand(&[1 << 61])?.byte_len().unwrap_err().to_string().contains("more than an address space holds"));
+    /// # Ok::<(), nbxtensor::tensor::TensorError>(())
+    /// ```
+    pub fn byte_len(&self) -> Result<usize> {
+        Tensor::bytes_of(self.dtype, &self.shape)
     }
 
     /// A contiguous tensor owning `values`.
@@ -159,9 +165,14 @@ impl Tensor {
         self.shape.len()
     }
 
-    /// The number of elements.
+    /// The number of elements (0 when a dim is 0, however large the others: the layout's
+    /// check bounds the count of a shape without a 0, not the product of the other dims).
     pub fn numel(&self) -> i64 {
-        self.shape.iter().product()
+        if self.shape.contains(&0) {
+            0
+        } else {
+            self.shape.iter().product()
+        }
     }
 
     /// Where the storage lives.
@@ -214,9 +225,10 @@ impl Tensor {
                 "to({device}): a traced tensor has no data to move; move the inputs before tracing"
             )));
         }
-        let bytes = self.to_bytes()?;
-        let strides = shape::contiguous_strides(&self.shape)?;
-        Tensor::from_storage(Arc::new(Storage::copy_of_on(&bytes, device)?), self.dtype, &self.shape, &strides, 0)
+        let out = Tensor::for_output(device, self.dtype, &self.shape)?;
+        // SAFETY: the output is new and nobody else holds it.
+        unsafe { self.write_into(&out)? };
+        Ok(out)
     }
 }
 

@@ -141,7 +141,16 @@ impl Tensor {
     /// A dim of extent 1 inserted at `dim` (`0..=ndim`, negatives counting from the end).
     pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         let axis = self.axis(dim, self.ndim() + 1, "unsqueeze")?;
-        let stride = if axis < self.ndim() { self.shape[axis] * self.strides[axis] } else { 1 };
+        let stride = if axis < self.ndim() {
+            self.shape[axis].checked_mul(self.strides[axis]).ok_or_else(|| {
+                TensorError::Invalid(format!(
+                    "unsqueeze: the stride of the new dim ({} × {}) overflows 64 bits",
+                    self.shape[axis], self.strides[axis]
+                ))
+            })?
+        } else {
+            1
+        };
         let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
         shape.insert(axis, 1);
         strides.insert(axis, stride);

@@ -24,14 +24,14 @@ pub fn covers(op: &str, dtype: DType) -> bool {
 
 /// The sizes of a case.
 #[derive(Clone, Copy, Debug)]
-struct Sizes {
-    b: usize,
-    hq: usize,
-    hk: usize,
-    sq: usize,
-    sk: usize,
-    d: usize,
-    dv: usize,
+pub struct Sizes {
+    pub b: usize,
+    pub hq: usize,
+    pub hk: usize,
+    pub sq: usize,
+    pub sk: usize,
+    pub d: usize,
+    pub dv: usize,
 }
 
 impl Sizes {
@@ -57,7 +57,7 @@ fn attrs(causal: bool, scale: Option<f64>) -> Attrs {
 
 /// The reference output `[b, hq, sq, dv]` and each element's tolerance.
 #[allow(clippy::too_many_arguments)]
-fn reference(
+pub fn reference(
     z: Sizes,
     q: &[Elem],
     k: &[Elem],

@@ -21,6 +21,7 @@ fn covered(family: &str, op: &str, dtype: DType) -> Result<bool, String> {
         "rows" => crate::rows::covers(op, dtype),
         "matmul" => crate::matmul::covers(op, dtype),
         "attention" => crate::attention::covers(op, dtype),
+        "decode" => crate::decode::covers(op, dtype),
         "quant" => crate::quant::covers(op, dtype),
         other => return Err(format!("spec family '{other}' has no module in the conformance suite")),
     })

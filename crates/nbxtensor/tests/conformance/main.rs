@@ -22,6 +22,7 @@ mod binary;
 mod cases;
 mod cast;
 mod catalogue;
+mod decode;
 mod gather;
 mod harness;
 mod matmul;
@@ -106,6 +107,10 @@ conformance! {
     attention::sdpa_long_rows,
     attention::sdpa_edge_cases,
     attention::sdpa_capture_replay,
+    decode::decode_attention_values,
+    decode::kv_cache_write_values,
+    decode::decode_edge_cases,
+    decode::decode_capture_replay,
     quant::pack_int4_values,
     quant::matmul_int4_values,
     quant::quant_capture_replay,

@@ -40,14 +40,22 @@ fn tile(z: &AttentionShape) -> usize {
 
 /// Slots the heads are shared among.
 fn slots(z: &AttentionShape) -> usize {
-    z.heads().min(SLOTS)
+    z.b.saturating_mul(z.hq).min(SLOTS)
 }
 
 /// float32 values of one slot's scratch: a tile of scores, and for a half format the widened
 /// q, k, v of a head and an output tile.
+///
+/// Saturating: declared before the output is allocated, when the extents of broadcast inputs
+/// (a call the allocation will refuse) may multiply past 64 bits.
 fn slot_floats(z: &AttentionShape, widened: bool) -> usize {
-    let tile = tile(z);
-    tile * z.sk + if widened { z.sq * z.d + z.sk * (z.d + z.dv) + tile * z.dv } else { 0 }
+    let (tile, times) = (tile(z), |a: usize, b: usize| a.saturating_mul(b));
+    let widened = if widened {
+        times(z.sq, z.d).saturating_add(times(z.sk, z.d.saturating_add(z.dv))).saturating_add(times(tile, z.dv))
+    } else {
+        0
+    };
+    times(tile, z.sk).saturating_add(widened)
 }
 
 fn invalid(message: String) -> KernelError {
@@ -331,7 +339,7 @@ fn run<T: Float>(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
 /// The workspace of one launch: every slot's scratch.
 fn workspace(spec: &Sdpa, inputs: &[TensorMeta]) -> Result<u64> {
     let z = spec.sizes(inputs)?;
-    Ok(4 * (slots(&z) * slot_floats(&z, spec.dtype != DType::Float32)) as u64)
+    Ok((slots(&z).saturating_mul(slot_floats(&z, spec.dtype != DType::Float32)) as u64).saturating_mul(4))
 }
 
 fn launch(spec: &Sdpa, launch: Launch<'_>) -> Result<()> {

@@ -3,10 +3,9 @@
 
 use crate::kernel::{KernelError, Result};
 use crate::settings::{threads, tiling};
-use crate::tensor::{Element, Tensor};
+use crate::tensor::{Element, HostElements, Tensor};
 use half::{bf16, f16};
 use rayon::prelude::*;
-use std::borrow::Cow;
 
 /// An element type kernels compute in float32: float32 itself, and the half formats
 /// (widened to float32, rounded back to nearest even).
@@ -50,21 +49,13 @@ impl Float for bf16 {
     }
 }
 
-/// The elements of `tensor` in row-major order: borrowed when contiguous, gathered when not.
-pub fn read<T: Element>(tensor: &Tensor) -> Result<Cow<'_, [T]>> {
+/// The elements of `tensor` in row-major order: borrowed when contiguous, gathered when not
+/// (into a block of the host allocator, counted against the memory limit).
+pub fn read<T: Element>(tensor: &Tensor) -> Result<HostElements<'_, T>> {
     if T::DTYPE != tensor.dtype() {
         return Err(KernelError::Invalid(format!("a kernel read {} as {}", tensor.dtype(), T::DTYPE)));
     }
-    if tensor.is_contiguous() {
-        let len = tensor.numel() as usize;
-        if len == 0 {
-            return Ok(Cow::Borrowed(&[]));
-        }
-        // SAFETY: a contiguous host tensor holds `len` elements of T from data_ptr, aligned
-        // (storage is 64-byte aligned and offsets are whole elements) while the tensor lives.
-        return Ok(Cow::Borrowed(unsafe { std::slice::from_raw_parts(tensor.data_ptr().cast::<T>(), len) }));
-    }
-    Ok(Cow::Owned(tensor.to_vec::<T>()?))
+    Ok(tensor.host_elements::<T>()?)
 }
 
 /// The elements of an output to write (outputs are contiguous and owned by the launch).
@@ -143,7 +134,7 @@ pub fn map_into<S: Element, D: Element>(input: &Tensor, output: &Tensor, f: impl
     let source: *const S = if input.is_contiguous() {
         input.data_ptr().cast::<S>()
     } else {
-        gathered = input.to_vec::<S>()?;
+        gathered = input.host_elements::<S>()?;
         gathered.as_ptr()
     };
     let (source, target) = (SendPtr(source as *mut S), SendPtr(output.data_ptr().cast::<D>()));

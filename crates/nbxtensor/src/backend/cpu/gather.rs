@@ -45,14 +45,25 @@ unsafe fn copy_block(src: *const u8, dst: *mut u8, shape: &[i64], ss: &[i64], ds
     }
 }
 
-/// Copies every block from `source` into `out` (on the pool when large).
-fn copy_blocks(source: &Tensor, out: &Tensor, blocks: &[Block<'_>]) -> Result<()> {
+/// Copies the blocks `block(0..count)` from `source` into `out` (on the pool when large).
+/// The blocks are made as they are copied, never gathered into a list: their count follows
+/// the inputs' extents (a broadcast of 2^62 empty rows has 2^62 of them), not the output's
+/// bytes; an empty output copies nothing.
+fn copy_blocks<'a>(
+    source: &Tensor,
+    out: &Tensor,
+    count: usize,
+    block: impl Fn(usize) -> Block<'a> + Sync,
+) -> Result<()> {
     if out.is_read_only() || !out.is_contiguous() || out.dtype() != source.dtype() {
         return Err(KernelError::Invalid("a gather was given a bad output".into()));
     }
+    if out.numel() == 0 || source.numel() == 0 {
+        return Ok(());
+    }
     let itemsize = out.dtype().itemsize().map_err(|e| KernelError::Invalid(e.to_string()))?;
     let (src, dst) = (source.data_ptr() as usize, out.data_ptr() as usize);
-    let one = |b: &Block<'_>| {
+    let one = |b: Block<'_>| {
         // SAFETY: blocks address elements of the source's layout and disjoint parts of the
         // output (built so by each op from shapes it checked).
         unsafe {
@@ -67,9 +78,9 @@ fn copy_blocks(source: &Tensor, out: &Tensor, blocks: &[Block<'_>]) -> Result<()
         }
     };
     if out.numel() as usize * itemsize < PARALLEL_BYTES {
-        blocks.iter().for_each(one);
+        (0..count).for_each(|i| one(block(i)));
     } else {
-        threads::install(|| blocks.par_iter().for_each(one));
+        threads::install(|| (0..count).into_par_iter().for_each(|i| one(block(i))));
     }
     Ok(())
 }
@@ -102,18 +113,13 @@ fn launch_embedding(_: &Embedding, launch: Launch<'_>) -> Result<()> {
     let rows = checked_indices("embedding", indices, table.shape()[0], &format!("table {:?}", table.shape()))?;
     let itemsize = table.dtype().itemsize().map_err(|e| invalid(e.to_string()))? as isize;
     let (d, ts) = (table.shape()[1], table.strides());
-    let blocks: Vec<Block<'_>> = rows
-        .iter()
-        .enumerate()
-        .map(|(p, &row)| Block {
-            src: row as isize * ts[0] as isize * itemsize,
-            dst: p as isize * d as isize * itemsize,
-            shape: &table.shape()[1..],
-            src_strides: &ts[1..],
-            dst_strides: &[1],
-        })
-        .collect();
-    copy_blocks(table, out, &blocks)
+    copy_blocks(table, out, rows.len(), |p| Block {
+        src: rows[p] as isize * ts[0] as isize * itemsize,
+        dst: p as isize * d as isize * itemsize,
+        shape: &table.shape()[1..],
+        src_strides: &ts[1..],
+        dst_strides: &[1],
+    })
 }
 
 fn launch_index_select(spec: &IndexSelect, launch: Launch<'_>) -> Result<()> {
@@ -129,18 +135,13 @@ fn launch_index_select(spec: &IndexSelect, launch: Launch<'_>) -> Result<()> {
     src_strides.remove(axis);
     let mut dst_strides = out_strides.clone();
     dst_strides.remove(axis);
-    let blocks: Vec<Block<'_>> = values
-        .iter()
-        .enumerate()
-        .map(|(l, &i)| Block {
-            src: i as isize * x.strides()[axis] as isize * itemsize,
-            dst: l as isize * out_strides[axis] as isize * itemsize,
-            shape: &sub_shape,
-            src_strides: &src_strides,
-            dst_strides: &dst_strides,
-        })
-        .collect();
-    copy_blocks(x, out, &blocks)
+    copy_blocks(x, out, values.len(), |l| Block {
+        src: values[l] as isize * x.strides()[axis] as isize * itemsize,
+        dst: l as isize * out_strides[axis] as isize * itemsize,
+        shape: &sub_shape,
+        src_strides: &src_strides,
+        dst_strides: &dst_strides,
+    })
 }
 
 fn launch_concat(spec: &Concat, launch: Launch<'_>) -> Result<()> {
@@ -151,21 +152,20 @@ fn launch_concat(spec: &Concat, launch: Launch<'_>) -> Result<()> {
     let mut start = 0i64;
     for input in launch.inputs {
         // One block per index of the outermost dim (the unit of parallel work).
+        // (an empty input copies nothing, however long its outer dim)
         let (outer, inner) = (input.shape()[0], &input.shape()[1..]);
-        let blocks: Vec<Block<'_>> = (0..outer)
-            .map(|t| {
-                let along = if axis == 0 { start + t } else { t };
-                let beside = if axis == 0 { 0 } else { start * out_strides[axis] };
-                Block {
-                    src: t as isize * input.strides()[0] as isize * itemsize,
-                    dst: (along * out_strides[0] + beside) as isize * itemsize,
-                    shape: inner,
-                    src_strides: &input.strides()[1..],
-                    dst_strides: &out_strides[1..],
-                }
-            })
-            .collect();
-        copy_blocks(input, &launch.outputs[0], &blocks)?;
+        copy_blocks(input, &launch.outputs[0], outer as usize, |t| {
+            let t = t as i64;
+            let along = if axis == 0 { start + t } else { t };
+            let beside = if axis == 0 { 0 } else { start * out_strides[axis] };
+            Block {
+                src: t as isize * input.strides()[0] as isize * itemsize,
+                dst: (along * out_strides[0] + beside) as isize * itemsize,
+                shape: inner,
+                src_strides: &input.strides()[1..],
+                dst_strides: &out_strides[1..],
+            }
+        })?;
         start += input.shape()[axis];
     }
     Ok(())
@@ -207,6 +207,27 @@ mod tests {
         let attrs = Attrs::new().with("axis", AttrValue::Int(1));
         let neg = Tensor::from_vec(vec![-1i64], &[1]).unwrap();
         assert!(call("index_select", &attrs, &[&table(), &neg]).unwrap_err().to_string().contains("index -1"));
+    }
+
+    #[test]
+    fn empty_inputs_of_huge_extents_copy_nothing() {
+        // the op_call fuzz target's crash: concat of an empty broadcast of 2^62 rows made a
+        // list of 2^62 blocks (an allocation past the address space, an abort)
+        let empty = Tensor::zeros(crate::DType::Float32, &[1, 0]).unwrap().expand(&[1 << 62, 0]).unwrap();
+        let one = Tensor::zeros(crate::DType::Float32, &[1, 0]).unwrap();
+        let joined = call("concat", &Attrs::new(), &[&empty, &one]).unwrap().remove(0);
+        assert_eq!(joined.shape(), &[(1 << 62) + 1, 0]);
+        let err = call("concat", &Attrs::new(), &[&empty, &empty, &empty]).unwrap_err().to_string();
+        assert!(err.contains("concat: the inputs' extents along axis 0 add up past 2^63 - 1"), "{err}");
+        let along_one = Attrs::new().with("axis", AttrValue::Int(1));
+        let wide = Tensor::zeros(crate::DType::Uint8, &[0, 1]).unwrap().expand(&[0, 1 << 61]).unwrap();
+        assert_eq!(call("concat", &along_one, &[&wide, &wide]).unwrap()[0].shape(), &[0, 1 << 62]);
+        // index_select and embedding of many indices into empty rows
+        let indices = Tensor::from_vec(vec![0i64], &[1]).unwrap().expand(&[1 << 20]).unwrap();
+        let rows = Tensor::zeros(crate::DType::Float32, &[1, 0]).unwrap();
+        assert_eq!(call("embedding", &Attrs::new(), &[&indices, &rows]).unwrap()[0].shape(), &[1 << 20, 0]);
+        let attrs = Attrs::new().with("axis", AttrValue::Int(0));
+        assert_eq!(call("index_select", &attrs, &[&rows, &indices]).unwrap()[0].shape(), &[1 << 20, 0]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod buffers;
 mod cast;
 mod compare;
 mod copy;
+mod decode;
 mod exp;
 mod flags;
 mod gather;
@@ -50,6 +51,7 @@ pub fn cpu() -> &'static CpuBackend {
         gather::register(&mut table);
         rope::register(&mut table);
         attention::register(&mut table);
+        decode::register(&mut table);
         quant::register(&mut table);
         binary::register(&mut table);
         compare::register(&mut table);

@@ -27,12 +27,15 @@ fn invalid(message: String) -> KernelError {
 
 /// Float32 values of workspace a call uses: x widened, then its group sums (direct) or W
 /// dequantized and, for a half-precision output, the float32 product (gemm).
+/// Saturating: declared before the output is allocated, when the extents of a call the
+/// allocation will refuse may multiply past 64 bits.
 fn workspace_floats(spec: &MatmulInt4, plan: &Int4Shape) -> usize {
+    let times = |a: usize, b: usize| a.saturating_mul(b);
     if plan.m <= DIRECT_ROWS {
-        plan.m * plan.k + plan.m * plan.groups
+        times(plan.m, plan.k).saturating_add(times(plan.m, plan.groups))
     } else {
-        let product = if spec.dtype == DType::Float32 { 0 } else { plan.m * plan.n };
-        plan.m * plan.k + plan.n * plan.k + product
+        let product = if spec.dtype == DType::Float32 { 0 } else { times(plan.m, plan.n) };
+        times(plan.m, plan.k).saturating_add(times(plan.n, plan.k)).saturating_add(product)
     }
 }
 
@@ -197,7 +200,7 @@ fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
 }
 
 fn workspace(spec: &MatmulInt4, inputs: &[TensorMeta]) -> Result<u64> {
-    Ok(4 * workspace_floats(spec, &spec.sizes(inputs)?) as u64)
+    Ok((workspace_floats(spec, &spec.sizes(inputs)?) as u64).saturating_mul(4))
 }
 
 fn launch_matmul(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {

@@ -29,6 +29,15 @@ pub trait Fold: Sync {
 /// Folds the contiguous `x` of `shape` over the `reduced` axes into `out` (the kept axes in
 /// row-major order).
 pub fn reduce<F: Fold>(fold: &F, x: &[F::In], shape: &[i64], reduced: &[bool], out: &mut [F::Out]) -> Result<()> {
+    // An empty input first (its other extents may multiply past 64 bits): no output, or
+    // every output folds no element (a reduced extent is 0).
+    if out.is_empty() {
+        return Ok(());
+    }
+    if x.is_empty() {
+        out.fill(fold.finish(fold.init(), 0));
+        return Ok(());
+    }
     let strides = shape::contiguous_strides(shape).map_err(|e| KernelError::Invalid(e.to_string()))?;
     let count: usize = shape.iter().zip(reduced).filter(|(_, &r)| r).map(|(&e, _)| e as usize).product();
     // the dims of extent 1 change nothing; what remains decides the layout

@@ -25,19 +25,35 @@ impl CudaGraph {
     /// allocation); a failure inside it ends the capture and is returned.
     pub fn capture(device: Device, queue: impl FnOnce() -> Result<()>) -> Result<CudaGraph> {
         let context = device_context(device)?;
-        let stream = context.stream();
-        // SAFETY: the stream belongs to the current context.
-        check(
-            unsafe { sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) },
-            "cuStreamBeginCapture_v2",
-        )
-        .map_err(KernelError::Device)?;
-        let queued = queue();
-        let mut graph: sys::CUgraph = std::ptr::null_mut();
-        // SAFETY: the stream is capturing (begun above); ending it always, even after a failure.
-        let ended = check(unsafe { sys::cuStreamEndCapture(stream, &mut graph) }, "cuStreamEndCapture");
-        queued?;
-        ended.map_err(KernelError::Device)?;
+        // on a stream of this thread's own: launches other threads queue meanwhile (on the
+        // shared stream) run, and are neither recorded here nor refused for a capturing stream
+        let mut queued: Result<()> = Ok(());
+        let graph = context
+            .capturing_on(|stream| {
+                // SAFETY: the stream belongs to the current context.
+                check(
+                    unsafe {
+                        sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+                    },
+                    "cuStreamBeginCapture_v2",
+                )?;
+                queued = queue();
+                let mut graph: sys::CUgraph = std::ptr::null_mut();
+                // SAFETY: the stream is capturing (begun above); ending it always, even after a failure.
+                check(unsafe { sys::cuStreamEndCapture(stream, &mut graph) }, "cuStreamEndCapture")?;
+                Ok(graph)
+            })
+            .map_err(KernelError::Device);
+        if let Err(e) = queued {
+            if let Ok(graph) = graph {
+                if !graph.is_null() {
+                    // SAFETY: the graph is ours and not instantiated.
+                    unsafe { sys::cuGraphDestroy(graph) };
+                }
+            }
+            return Err(e);
+        }
+        let graph = graph?;
         let mut exec: sys::CUgraphExec = std::ptr::null_mut();
         // SAFETY: the graph was just captured.
         let instantiated =

@@ -5,7 +5,7 @@
 //!
 //! Every op's meaning and cost is its spec's (`ops::spec`); a family here only launches it,
 //! and declares the device's own workspace where it needs one (cuBLASLt's, the decode
-//! partials of attention, the two-pass reductions, the index check of the gathers). The launch
+//! partials of attention and of decode attention, the two-pass reductions, the index check of the gathers). The launch
 //! table needs no device: a dry run traces and prices CUDA programs on a machine without one;
 //! a launch looks the device up and says why when it is absent.
 
@@ -18,6 +18,7 @@ mod compare;
 mod compile;
 mod copy;
 pub mod cudnn;
+mod decode;
 mod dims;
 mod gather;
 mod graph;
@@ -85,6 +86,7 @@ pub fn launches() -> &'static LaunchTable {
         norm::register_all(&mut table);
         rope::register_all(&mut table);
         attention::register_all(&mut table);
+        decode::register_all(&mut table);
         quant::register_all(&mut table);
         table
     })
@@ -112,6 +114,7 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &norm::SOURCE,
         &rope::SOURCE,
         &attention::SOURCE,
+        &decode::SOURCE,
         &quant::SOURCE,
     ]
 }

@@ -110,10 +110,15 @@ pub(crate) fn parse_json(json: &[u8], data_len: u64) -> Result<Header> {
     }
     // JSON lets a key repeat (the last one wins when read into a map): a header whose tensor
     // entries disagree with themselves is refused, naming the key
-    let Keys(keys) = serde_json::from_str(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
+    let Keys(keys, metadata_keys) = serde_json::from_str(text).map_err(|e| malformed(format!("not JSON: {e}")))?;
     let mut seen = std::collections::HashSet::with_capacity(keys.len());
     if let Some(repeated) = keys.iter().find(|k| !seen.insert(k.as_str())) {
         return Err(malformed(format!("the key '{repeated}' appears more than once")));
+    }
+    // the same inside the metadata: which of two values is meant cannot be known
+    let mut seen = std::collections::HashSet::with_capacity(metadata_keys.len());
+    if let Some(repeated) = metadata_keys.iter().find(|k| !seen.insert(k.as_str())) {
+        return Err(malformed(format!("the metadata key '{repeated}' appears more than once")));
     }
     let mut metadata = None;
     let mut tensors = Vec::with_capacity(keys.len());
@@ -132,8 +137,54 @@ pub(crate) fn parse_json(json: &[u8], data_len: u64) -> Result<Header> {
     Ok(Header { json_len: json.len() as u64, tensors, metadata })
 }
 
-/// The keys of a JSON object, in order, repeats kept (their values skipped).
-struct Keys(Vec<String>);
+/// The keys of a JSON object, in order, repeats kept (their values skipped), and the keys of
+/// its `__metadata__` object the same way (empty when it is not an object).
+struct Keys(Vec<String>, Vec<String>);
+
+/// The keys of a JSON value when it is an object, repeats kept; nothing for any other value.
+struct ObjectKeys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for ObjectKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<ObjectKeys, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ObjectKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<ObjectKeys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                    keys.push(key);
+                }
+                Ok(ObjectKeys(keys))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<ObjectKeys, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<ObjectKeys, E> {
+                Ok(ObjectKeys(Vec::new()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
 
 impl<'de> serde::Deserialize<'de> for Keys {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Keys, D::Error> {
@@ -144,11 +195,16 @@ impl<'de> serde::Deserialize<'de> for Keys {
                 f.write_str("a JSON object")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Keys, A::Error> {
-                let mut keys = Vec::new();
-                while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                let (mut keys, mut metadata_keys) = (Vec::new(), Vec::new());
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == METADATA_KEY {
+                        metadata_keys.extend(map.next_value::<ObjectKeys>()?.0);
+                    } else {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
                     keys.push(key);
                 }
-                Ok(Keys(keys))
+                Ok(Keys(keys, metadata_keys))
             }
         }
         deserializer.deserialize_map(Visitor)

@@ -45,9 +45,32 @@ pub struct LoadedTensor {
 /// ```
 pub fn load(path: impl AsRef<Path>) -> Result<Vec<LoadedTensor>> {
     let path = path.as_ref();
-    let map = map_file(path)?;
+    let (map, file) = map_file(path)?;
     let header = header::parse_header(&map).map_err(|e| in_file(path, e))?;
-    header.tensors.iter().map(|entry| tensor_of(&map, &header, entry)).collect()
+    let size = header.data_start() + header.data_len();
+    header
+        .tensors
+        .iter()
+        .map(|entry| {
+            check_size(&file, path, size)?;
+            tensor_of(&map, &header, entry)
+        })
+        .collect()
+}
+
+/// Refuses to read the map of `file` when the file is no longer `size` bytes: a read past
+/// the end of a mapped file is a SIGBUS, not an error. (The size is checked before each read,
+/// so a tensor's copy never reads past the end; a view into the map still requires that the
+/// file is not truncated while it lives, as every memory map does.)
+fn check_size(file: &File, path: &Path, size: u64) -> Result<()> {
+    let now = file.metadata().map_err(|e| IoError::os(format!("cannot stat '{}'", path.display()), &e))?.len();
+    if now != size {
+        return Err(IoError::Malformed(format!(
+            "'{}' changed since it was opened: it is {now} bytes now, its header describes {size}",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// A safetensors file whose header has been read and checked, without its data: names,
@@ -56,7 +79,7 @@ pub struct SafetensorsIndex {
     path: PathBuf,
     header: Header,
     json: Vec<u8>,
-    map: OnceLock<Arc<Mmap>>,
+    map: OnceLock<(Arc<Mmap>, File)>,
 }
 
 /// Reads and checks the header of the safetensors file at `path` (its first 8 bytes and the
@@ -122,13 +145,14 @@ impl SafetensorsIndex {
     }
 
     /// The tensor `name`, read by memory map (mapped on the first call, then shared). The file
-    /// must still have the header and size it had when opened.
+    /// must still have the header and size it had when opened: its size is checked before
+    /// each read, and a file changed since is refused by name (never a SIGBUS).
     pub fn load(&self, name: &str) -> Result<LoadedTensor> {
         let entry = self.entry(name)?;
-        let map = match self.map.get() {
-            Some(map) => map,
+        let (map, file) = match self.map.get() {
+            Some((map, file)) => (map, file),
             None => {
-                let map = map_file(&self.path)?;
+                let (map, file) = map_file(&self.path)?;
                 let start = LENGTH_BYTES;
                 let unchanged = map.len() as u64 == self.header.data_start() + self.header.data_len()
                     && map.get(start..start + self.json.len()) == Some(&self.json[..]);
@@ -138,20 +162,22 @@ impl SafetensorsIndex {
                         self.path.display()
                     )));
                 }
-                self.map.get_or_init(|| map)
+                let (map, file) = self.map.get_or_init(|| (map, file));
+                (map, file)
             }
         };
+        check_size(file, &self.path, self.header.data_start() + self.header.data_len())?;
         tensor_of(map, &self.header, entry)
     }
 }
 
-/// The whole file at `path`, mapped read-only.
-fn map_file(path: &Path) -> Result<Arc<Mmap>> {
+/// The whole file at `path`, mapped read-only, and the open file (to check its size later).
+fn map_file(path: &Path) -> Result<(Arc<Mmap>, File)> {
     let file = File::open(path).map_err(|e| IoError::os(format!("cannot open '{}'", path.display()), &e))?;
     // SAFETY: the map is read-only; like every reader of memory-mapped weights, we require
     // that the file is not truncated while the map lives (documented on `load`).
     let map = unsafe { Mmap::map(&file) }.map_err(|e| IoError::os(format!("cannot map '{}'", path.display()), &e))?;
-    Ok(Arc::new(map))
+    Ok((Arc::new(map), file))
 }
 
 /// Prefixes a header error with the file's path.

@@ -94,6 +94,11 @@ fn repeated_keys_are_refused_by_name() {
     // a field repeated inside an entry is refused by the crate's reference parser
     let json = r#"{"w":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#;
     assert!(refusal(&file_of(json, &[0; 4])).contains("duplicate field `dtype`"));
+    // and a key repeated inside the metadata (its value would be the last one's, silently)
+    let json = format!(r#"{{"__metadata__":{{"a":"1","b":"x","a":"2"}},{}}}"#, f32_entry("w", "[1]", "[0, 4]"));
+    assert!(refusal(&file_of(&json, &[0; 4])).contains("the metadata key 'a' appears more than once"));
+    let json = format!(r#"{{"__metadata__":{{"a":"1","b":"2"}},{}}}"#, f32_entry("w", "[1]", "[0, 4]"));
+    assert!(parse_header(&file_of(&json, &[0; 4])).unwrap().metadata.unwrap().len() == 2);
 }
 
 #[test]

@@ -13,7 +13,7 @@
 
 use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS};
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
 use crate::shape;
 use std::sync::Arc;
 
@@ -46,9 +46,27 @@ impl AttentionShape {
         }
     }
 
+    /// The (query row, key) pairs the scores cover, over all query rows: `sq·sk`, or under
+    /// the causal mask the sum of [`visible`](Self::visible) over the rows, in closed form (a
+    /// broadcast query may have 2^40 rows: no loop over them), saturating at `u64::MAX`.
+    pub fn pairs(&self, causal: bool) -> u64 {
+        let (sq, sk) = (self.sq as u128, self.sk as u128);
+        let pairs = if !causal {
+            sq * sk
+        } else if sq >= sk {
+            // the last sk rows see 1, 2, … sk keys; the rows before them none
+            sk * (sk + 1) / 2
+        } else {
+            // row i sees i + 1 + (sk − sq) keys
+            sq * (sq + 1) / 2 + (sk - sq) * sq
+        };
+        u64::try_from(pairs).unwrap_or(u64::MAX)
+    }
+
     /// The (batch, query head) pairs.
     pub fn heads(&self) -> usize {
-        self.b * self.hq
+        // saturating: the heads of an empty output may multiply past 64 bits
+        self.b.saturating_mul(self.hq)
     }
 }
 
@@ -120,13 +138,15 @@ impl Spec for Sdpa {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let z = self.sizes(inputs)?;
         let out = TensorMeta::new(self.dtype, &[z.b as i64, z.hq as i64, z.sq as i64, z.dv as i64]);
-        let pairs: u64 = (0..z.sq).map(|i| z.visible(self.causal, i) as u64).sum();
+        let pairs = z.pairs(self.causal);
         let masked = u64::from(inputs.len() == 4);
         // Per visible score: the dot (2d), the scale, the mask, exp, the sum, the weighted row
         // of v (2dv); per query row, dv divisions.
-        let per_head = pairs * (2 * z.d as u64 + 3 + masked + 2 * z.dv as u64) + (z.sq * z.dv) as u64;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
-        Cost::simple(vec![out], read, (z.b * z.hq) as u64 * per_head)
+        let per_pair = (2 * z.d as u64).saturating_add(3 + masked).saturating_add(2 * z.dv as u64);
+        let per_head =
+            saturating_product(&[pairs, per_pair]).saturating_add(saturating_product(&[z.sq as u64, z.dv as u64]));
+        let read = crate::kernel::total_bytes(inputs)?;
+        Cost::simple(vec![out], read, saturating_product(&[z.b as u64, z.hq as u64, per_head]))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -160,4 +180,38 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         bind,
         follows_policy: true,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_in_closed_form_are_the_sum_over_rows() {
+        for sq in 0..9 {
+            for sk in 0..9 {
+                let z = AttentionShape { b: 1, hq: 1, hk: 1, sq, sk, d: 4, dv: 4 };
+                for causal in [false, true] {
+                    let summed: u64 = (0..sq).map(|i| z.visible(causal, i) as u64).sum();
+                    assert_eq!(z.pairs(causal), summed, "sq {sq}, sk {sk}, causal {causal}");
+                }
+            }
+        }
+        // a broadcast query of 2^40 rows: counted at once, not row by row
+        let z = AttentionShape { b: 1, hq: 1, hk: 1, sq: 1 << 40, sk: 3, d: 4, dv: 4 };
+        assert_eq!(z.pairs(true), 6);
+        assert_eq!(z.pairs(false), 3 << 40);
+        let huge = AttentionShape { b: 1, hq: 1, hk: 1, sq: 1 << 40, sk: 1 << 40, d: 4, dv: 4 };
+        assert_eq!(huge.pairs(false), u64::MAX);
+    }
+
+    #[test]
+    fn a_causal_sdpa_of_a_broadcast_query_of_2_40_rows_is_declared_at_once() {
+        let sdpa = Sdpa { dtype: DType::Float32, causal: true, scale: None };
+        let q = TensorMeta::new(DType::Float32, &[1, 1, 1 << 40, 4]);
+        let k = TensorMeta::new(DType::Float32, &[1, 1, 3, 4]);
+        let cost = sdpa.declare(&[q, k.clone(), k]).unwrap();
+        assert_eq!(cost.outputs[0].shape, [1, 1, 1 << 40, 4]);
+        assert_eq!(cost.flops, 6 * (2 * 4 + 3 + 2 * 4) + (4 << 40));
+    }
 }

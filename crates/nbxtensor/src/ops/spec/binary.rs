@@ -221,7 +221,7 @@ impl Spec for Binary {
         let shape = check_pair(self.op.name(), self.dtype, inputs)?;
         let out = TensorMeta::new(self.op.output_dtype(self.dtype), &shape);
         let flops = out.numel()?;
-        let mut cost = Cost::simple(vec![out], inputs[0].bytes()? + inputs[1].bytes()?, flops)?;
+        let mut cost = Cost::simple(vec![out], inputs[0].bytes()?.saturating_add(inputs[1].bytes()?), flops)?;
         if !self.op.is_comparison() {
             // an operand of the output's shape is read at each position before it is written
             cost.in_place = (0..2).filter(|&k| inputs[k].shape == shape).map(|k| (k, 0)).collect();

@@ -59,7 +59,7 @@ impl Spec for Embedding {
         let mut shape = indices.shape.clone();
         shape.push(table.shape[1]);
         let out = TensorMeta::new(table.dtype, &shape);
-        let read = indices.bytes()? + out.bytes()?;
+        let read = indices.bytes()?.saturating_add(out.bytes()?);
         Cost::simple(vec![out], read, 0)
     }
 
@@ -110,7 +110,7 @@ impl Spec for IndexSelect {
         };
         let (_, shape) = self.out_shape(x, indices)?;
         let out = TensorMeta::new(x.dtype, &shape);
-        let read = indices.bytes()? + out.bytes()?;
+        let read = indices.bytes()?.saturating_add(out.bytes()?);
         Cost::simple(vec![out], read, 0)
     }
 
@@ -151,7 +151,9 @@ impl Concat {
                     meta.shape, first.shape
                 )));
             }
-            shape[axis] += meta.shape[axis];
+            shape[axis] = shape[axis].checked_add(meta.shape[axis]).ok_or_else(|| {
+                invalid(format!("concat: the inputs' extents along axis {axis} add up past 2^63 - 1"))
+            })?;
         }
         Ok((axis, shape))
     }

@@ -13,7 +13,7 @@
 
 use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS};
 use crate::dtype::DType;
-use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
 use crate::shape;
 use std::sync::Arc;
 
@@ -36,9 +36,13 @@ pub struct ProductShape {
 }
 
 impl ProductShape {
-    /// The number of matrices in the batch.
+    /// The number of matrices in the batch (saturating: the batch of an empty output may
+    /// multiply past 64 bits; 0 when a batch dim is 0).
     pub fn count(&self) -> i64 {
-        self.batch.iter().product()
+        if self.batch.contains(&0) {
+            return 0;
+        }
+        self.batch.iter().fold(1i64, |p, &d| p.saturating_mul(d))
     }
 }
 
@@ -170,9 +174,10 @@ impl Spec for Product {
         let out = TensorMeta::new(self.dtype, &shapes.out);
         let count = shapes.count() as u64;
         let (m, n, k) = (shapes.m as u64, shapes.n as u64, shapes.k as u64);
-        let bias_flops = if shapes.bias { count * m * n } else { 0 };
-        let flops = count * 2 * m * n * k + bias_flops;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        // saturating: broadcast operands are read in place, their products may count past 64 bits
+        let bias_flops = if shapes.bias { saturating_product(&[count, m, n]) } else { 0 };
+        let flops = saturating_product(&[count, 2, m, n, k]).saturating_add(bias_flops);
+        let read = crate::kernel::total_bytes(inputs)?;
         Cost::simple(vec![out], read, flops)
     }
 

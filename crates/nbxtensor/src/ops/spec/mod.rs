@@ -21,6 +21,7 @@
 //! | [`rows`] | softmax, log_softmax, layer_norm, rms_norm, rope |
 //! | [`matmul`] | matmul, linear |
 //! | [`attention`] | sdpa |
+//! | [`decode`] | decode_attention, kv_cache_write |
 //! | [`quant`] | matmul_int4, pack_int4 |
 //!
 //! ```
@@ -38,6 +39,7 @@ pub mod attention;
 pub mod binary;
 pub mod cast;
 mod checks;
+pub mod decode;
 pub mod gather;
 pub mod matmul;
 pub mod quant;
@@ -162,6 +164,7 @@ pub fn catalogue() -> &'static [OpDef] {
         rows::define(&mut ops);
         matmul::define(&mut ops);
         attention::define(&mut ops);
+        decode::define(&mut ops);
         quant::define(&mut ops);
         ops
     })

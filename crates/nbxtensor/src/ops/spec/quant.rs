@@ -16,7 +16,7 @@
 use super::{require_dtype, OpDef, Spec, FLOATS};
 use crate::dtype::DType;
 use crate::facts::Group;
-use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
 use std::sync::Arc;
 
 fn invalid(message: String) -> KernelError {
@@ -143,7 +143,8 @@ impl MatmulInt4 {
         }
         let mut out = x.shape.clone();
         *out.last_mut().expect("x has a last dim") = n;
-        let m = x.shape[..x.shape.len() - 1].iter().product::<i64>() as usize;
+        // saturating: the leading dims of an empty x (k = 0) may multiply past 64 bits
+        let m = x.shape[..x.shape.len() - 1].iter().fold(1i64, |p, &d| p.saturating_mul(d)) as usize;
         Ok(Int4Shape { m, n: n as usize, k: k as usize, groups, out })
     }
 }
@@ -163,9 +164,13 @@ impl Spec for MatmulInt4 {
 
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let z = self.sizes(inputs)?;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        let read = crate::kernel::total_bytes(inputs)?;
         let (m, n, k, groups) = (z.m as u64, z.n as u64, z.k as u64, z.groups as u64);
-        Cost::simple(vec![TensorMeta::new(self.dtype, &z.out)], read, 2 * m * n * k + 3 * m * n * groups)
+        Cost::simple(
+            vec![TensorMeta::new(self.dtype, &z.out)],
+            read,
+            saturating_product(&[2, m, n, k]).saturating_add(saturating_product(&[3, m, n, groups])),
+        )
     }
 
     fn uses_matrix_unit(&self) -> bool {
@@ -225,7 +230,7 @@ impl Spec for PackInt4 {
             TensorMeta::new(DType::Float16, &[n, groups]),
         ];
         // Per element: min, max, subtract, divide, round.
-        Cost::simple(outputs, inputs[0].bytes()?, 5 * inputs[0].numel()?)
+        Cost::simple(outputs, inputs[0].bytes()?, inputs[0].numel()?.saturating_mul(5))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

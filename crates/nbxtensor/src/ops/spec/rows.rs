@@ -47,6 +47,11 @@ impl Softmax {
         let axis = axis_of(self.name(), self.axis, shape.len()).map_err(|_| {
             KernelError::Invalid(format!("{}: axis {} is out of range for shape {shape:?}", self.name(), self.axis))
         })?;
+        // an empty shape has no rows, however large its other dims (their product may pass
+        // 64 bits: only the whole shape's count is bounded)
+        if shape.contains(&0) {
+            return Ok((0, shape[axis] as usize, 0));
+        }
         let product = |dims: &[i64]| dims.iter().product::<i64>() as usize;
         Ok((product(&shape[..axis]), shape[axis] as usize, product(&shape[axis + 1..])))
     }
@@ -69,7 +74,7 @@ impl Spec for Softmax {
         let input = one_input(self.name(), self.dtype, inputs)?;
         self.split(&input.shape)?;
         // per element: max, subtract, exp, add; then subtract, exp (or log), divide
-        Cost::simple(vec![input.clone()], input.bytes()?, input.numel()? * 7)
+        Cost::simple(vec![input.clone()], input.bytes()?, input.numel()?.saturating_mul(7))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -151,10 +156,10 @@ impl Spec for Norm {
                 )));
             }
         }
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        let read = crate::kernel::total_bytes(inputs)?;
         // per element: statistics (2 or 3), normalize, scale (and shift)
         let per_element = if self.layer { 7 } else { 5 };
-        Cost::simple(vec![x.clone()], read, x.numel()? * per_element)
+        Cost::simple(vec![x.clone()], read, x.numel()?.saturating_mul(per_element))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -226,9 +231,9 @@ impl Spec for Rope {
 
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         self.check(inputs)?;
-        let read = inputs.iter().map(TensorMeta::bytes).sum::<Result<u64>>()?;
+        let read = crate::kernel::total_bytes(inputs)?;
         // 6 flops per pair: 3 per element
-        let mut cost = Cost::simple(vec![inputs[0].clone()], read, 3 * inputs[0].numel()?)?;
+        let mut cost = Cost::simple(vec![inputs[0].clone()], read, inputs[0].numel()?.saturating_mul(3))?;
         cost.in_place = vec![(0, 0)];
         Ok(cost)
     }

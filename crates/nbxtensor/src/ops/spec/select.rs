@@ -59,7 +59,7 @@ impl Spec for Where {
         bits_dtype("where", a.dtype)?;
         let shape = broadcast_shape("where", &[cond, a, b])?;
         let out = TensorMeta::new(a.dtype, &shape);
-        Cost::simple(vec![out], cond.bytes()? + a.bytes()? + b.bytes()?, 0)
+        Cost::simple(vec![out], cond.bytes()?.saturating_add(a.bytes()?).saturating_add(b.bytes()?), 0)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -113,7 +113,7 @@ impl Spec for MaskedFill {
         }
         let shape = broadcast_shape("masked_fill", &[x, mask])?;
         let out = TensorMeta::new(self.dtype, &shape);
-        let mut cost = Cost::simple(vec![out], x.bytes()? + mask.bytes()?, 0)?;
+        let mut cost = Cost::simple(vec![out], x.bytes()?.saturating_add(mask.bytes()?), 0)?;
         if x.shape == shape {
             cost.in_place = vec![(0, 0)];
         }

@@ -291,7 +291,7 @@ impl Spec for Unary {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let input = super::one_input(self.op.name(), self.dtype, inputs)?;
         let output = TensorMeta::new(self.op.output_dtype(self.dtype), &input.shape);
-        let flops = input.numel()? * self.op.entry().2;
+        let flops = input.numel()?.saturating_mul(self.op.entry().2);
         let same_width = output.dtype.itemsize().ok() == input.dtype.itemsize().ok();
         let mut cost = Cost::simple(vec![output], input.bytes()?, flops)?;
         if same_width {

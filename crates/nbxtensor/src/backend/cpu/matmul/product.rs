@@ -145,6 +145,10 @@ unsafe fn product(dims: &Dims, a: Matrix, b: Matrix, dst: &mut [f32], accumulate
 /// # Safety
 /// Every matrix the operands address (over the batch, with their strides) must be readable.
 pub unsafe fn batched(dims: &Dims, a: &Operand, b: &Operand, dst: &mut [f32], accumulate: bool) {
+    // an empty output first: its other extents may multiply past 64 bits
+    if dims.m == 0 || dims.n == 0 || dims.batch.contains(&0) {
+        return;
+    }
     if let Some((folded, a, b)) = fold(dims, a, b) {
         // SAFETY: the folded operands address the same elements.
         return unsafe { batched(&folded, &a, &b, dst, accumulate) };

@@ -12,6 +12,7 @@
 //! at its first launch, kept in a process-wide table, and run on the device's stream, so it
 //! is captured into CUDA graphs like any launch.
 
+use super::super::launch::device_context;
 use super::{handle, Descriptor};
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
@@ -352,10 +353,12 @@ pub struct Addresses {
     pub workspace: u64,
 }
 
-/// Runs `plan` on the device's stream (its context made current by `handle`).
+/// Runs `plan` on the calling thread's stream of the device (its context made current by
+/// `handle`).
 pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
     let handle = handle(device)?;
-    let handle = handle.lock().unwrap_or_else(|e| e.into_inner());
+    let mut handle = handle.lock().unwrap_or_else(|e| e.into_inner());
+    let context = device_context(device)?;
     let scalars: &Scalars = &plan.scalars;
     let mut uids = vec![Q, K, V, O, SCALE];
     let mut pointers: Vec<*mut c_void> = at.operands.iter().map(|&p| p as *mut c_void).collect();
@@ -377,7 +380,12 @@ pub fn execute(device: Device, plan: &Plan, at: &Addresses) -> Result<()> {
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, &pointers)?
         .pointers(A::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, &[at.workspace as *mut c_void])?
         .finalize()?;
-    // SAFETY: the plan and pack are finalized; every address is live for the launch (the
-    // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
-    super::check(unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) }, "cudnnBackendExecute")
+    handle.on_stream(context.stream(), context.shared_stream(), |handle| {
+        // SAFETY: the plan and pack are finalized; every address is live for the launch (the
+        // caller's tensors and workspace, the plan's scalars); the handle is held under its lock.
+        super::check(
+            unsafe { sys::cudnnBackendExecute(handle.raw(), plan.plan.raw(), pack.raw()) },
+            "cudnnBackendExecute",
+        )
+    })
 }

@@ -74,8 +74,9 @@ pub fn check(status: sys::cudnnStatus_t, call: &str) -> Result<()> {
     Err(KernelError::Device(format!("{call} failed: {name}{detail}")))
 }
 
-/// A device's cuDNN handle, bound to the device's stream. Calls through it take its lock (a
-/// handle is not for concurrent use).
+/// A device's cuDNN handle, bound to the device's shared stream. Calls through it take its
+/// lock (a handle is not for concurrent use); a thread recording a graph lends it its own
+/// stream for one call ([`Handle::on_stream`]).
 pub struct Handle {
     raw: sys::cudnnHandle_t,
 }
@@ -88,10 +89,33 @@ impl Handle {
     pub fn raw(&self) -> sys::cudnnHandle_t {
         self.raw
     }
+
+    /// Runs `call` with the handle bound to `stream` (the calling thread's: the shared stream,
+    /// or the stream it records a graph on), then binds it back to `shared`: a recording
+    /// stream is destroyed after its capture, and the handle is never left on one (given a
+    /// new stream while bound to a destroyed one, cuDNN crashed: the concurrency suite).
+    pub fn on_stream<T>(
+        &mut self,
+        stream: cudarc::driver::sys::CUstream,
+        shared: cudarc::driver::sys::CUstream,
+        call: impl FnOnce(&Handle) -> Result<T>,
+    ) -> Result<T> {
+        if stream == shared {
+            return call(self);
+        }
+        // SAFETY: the handle is ours under the lock; both streams belong to its device.
+        check(unsafe { sys::cudnnSetStream(self.raw, stream as sys::cudaStream_t) }, "cudnnSetStream")?;
+        let result = call(self);
+        // SAFETY: as above.
+        let restored = check(unsafe { sys::cudnnSetStream(self.raw, shared as sys::cudaStream_t) }, "cudnnSetStream");
+        let value = result?;
+        restored?;
+        Ok(value)
+    }
 }
 
-/// The cuDNN handle of `device`, made at first use (after the library is found), its stream
-/// the device's one stream, the device's context current on this thread.
+/// The cuDNN handle of `device`, made at first use (after the library is found) and bound to
+/// the device's shared stream, the device's context current on this thread.
 pub fn handle(device: Device) -> Result<Arc<Mutex<Handle>>> {
     version().map_err(KernelError::Device)?;
     static HANDLES: OnceLock<Mutex<HashMap<u32, Arc<Mutex<Handle>>>>> = OnceLock::new();
@@ -103,8 +127,8 @@ pub fn handle(device: Device) -> Result<Arc<Mutex<Handle>>> {
     let mut raw: sys::cudnnHandle_t = std::ptr::null_mut();
     // SAFETY: the device's context is current; the pointer is valid.
     check(unsafe { sys::cudnnCreate(&mut raw) }, "cudnnCreate")?;
-    // SAFETY: the handle was just made; the stream lives for the process.
-    check(unsafe { sys::cudnnSetStream(raw, context.stream() as sys::cudaStream_t) }, "cudnnSetStream")?;
+    // SAFETY: the handle was just made; the shared stream lives for the process.
+    check(unsafe { sys::cudnnSetStream(raw, context.shared_stream() as sys::cudaStream_t) }, "cudnnSetStream")?;
     let handle = Arc::new(Mutex::new(Handle { raw }));
     handles.insert(device.index, Arc::clone(&handle));
     Ok(handle)

@@ -99,7 +99,7 @@ fn size_class(bytes: usize) -> usize {
     match bytes {
         0 => 0,
         1..=1_048_576 => bytes.next_power_of_two().max(DEVICE_ALIGNMENT as usize),
-        _ => bytes.div_ceil(2 << 20) * (2 << 20),
+        _ => bytes.div_ceil(2 << 20).saturating_mul(2 << 20), // past 64 bits: refused by every limit
     }
 }
 
@@ -157,8 +157,12 @@ impl CudaAllocator {
             return Ok(CudaBlock { ptr: 0, len: 0, class: 0, pooled, index: self.index });
         }
         let limit = self.limit()?;
+        if class as u64 > limit {
+            let in_use = self.in_use.load(Ordering::SeqCst);
+            return Err(MemoryError::OverLimit { device: self.device_name(), asked: bytes as u64, in_use, limit });
+        }
         let in_use = self.in_use.fetch_add(class as u64, Ordering::SeqCst);
-        if in_use + class as u64 > limit {
+        if in_use.saturating_add(class as u64) > limit {
             self.in_use.fetch_sub(class as u64, Ordering::SeqCst);
             return Err(MemoryError::OverLimit { device: self.device_name(), asked: bytes as u64, in_use, limit });
         }

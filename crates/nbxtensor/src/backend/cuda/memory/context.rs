@@ -1,5 +1,7 @@
-//! One context per device (the device's primary context) and the one stream every launch,
-//! copy and capture of that device is ordered on.
+//! One context per device (the device's primary context) and the one stream every launch
+//! and copy of that device is ordered on. A thread that records a CUDA graph records it on a
+//! stream of its own ([`CudaContext::capturing_on`]), so that the launches and copies other
+//! threads queue meanwhile run (on the shared stream) instead of landing in its graph.
 
 use super::driver::{check, driver, CudaDeviceInfo};
 use cudarc::driver::sys;
@@ -21,6 +23,8 @@ unsafe impl Sync for CudaContext {}
 thread_local! {
     /// The context this thread made current last (null: none yet).
     static CURRENT: Cell<usize> = const { Cell::new(0) };
+    /// While this thread records a graph: (the context, the stream it records on); else nulls.
+    static CAPTURE: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
 /// The context of device `index`, made at first use; the error says why CUDA or that device
@@ -72,21 +76,54 @@ impl CudaContext {
         &self.info
     }
 
-    /// The stream launches and copies are ordered on.
+    /// The stream this thread's launches and copies are ordered on: the context's shared
+    /// stream, or while this thread records a graph ([`capturing_on`](Self::capturing_on)) the
+    /// stream it records on.
     pub fn stream(&self) -> sys::CUstream {
+        match CAPTURE.with(Cell::get) {
+            (context, stream) if context == self.context as usize && stream != 0 => stream as sys::CUstream,
+            _ => self.stream,
+        }
+    }
+
+    /// The context's shared stream, whatever this thread is recording.
+    pub fn shared_stream(&self) -> sys::CUstream {
         self.stream
     }
 
-    /// Waits for everything queued on the stream.
+    /// Runs `record(stream)` with a new stream of this context as this thread's
+    /// [`stream`](Self::stream) (every launch the thread queues meanwhile goes to it), then
+    /// destroys the stream. What other threads queue meanwhile goes to the shared stream, so a
+    /// graph recorded on it holds this thread's launches alone, and their copies and waits
+    /// are not refused as work on a capturing stream. (Recording runs nothing: the stream
+    /// needs no order with the shared one; the graph is launched on the shared stream.)
+    pub fn capturing_on<T>(&self, record: impl FnOnce(sys::CUstream) -> Result<T, String>) -> Result<T, String> {
+        self.bind()?;
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the context is current; the pointer is valid.
+        check(
+            unsafe { sys::cuStreamCreate(&mut stream, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
+            "cuStreamCreate",
+        )?;
+        let previous = CAPTURE.with(|c| c.replace((self.context as usize, stream as usize)));
+        let recorded = record(stream);
+        CAPTURE.with(|c| c.set(previous));
+        // SAFETY: the stream is ours; destroying it with work queued is deferred by the
+        // driver until that work completes (a recorded graph queued nothing).
+        unsafe { sys::cuStreamDestroy_v2(stream) };
+        recorded
+    }
+
+    /// Waits for everything queued on this thread's [`stream`](Self::stream).
     pub fn synchronize(&self) -> Result<(), String> {
         self.bind()?;
         // SAFETY: the stream belongs to this context.
-        check(unsafe { sys::cuStreamSynchronize(self.stream) }, "cuStreamSynchronize")
+        check(unsafe { sys::cuStreamSynchronize(self.stream()) }, "cuStreamSynchronize")
     }
 
     /// The stream's handle as an integer (what DLPack's `stream` argument carries).
     pub fn stream_handle(&self) -> u64 {
-        self.stream as u64
+        self.stream() as u64
     }
 
     /// Makes work queued later on `consumer` (a stream handle of this device, `1` or `2` for
@@ -106,12 +143,12 @@ impl CudaContext {
         }
     }
 
-    /// Whether the stream is being captured into a CUDA graph now (work queued is recorded,
-    /// not run: nothing may be read back).
+    /// Whether this thread's stream is being captured into a CUDA graph now (work queued is
+    /// recorded, not run: nothing may be read back).
     pub fn is_capturing(&self) -> Result<bool, String> {
         let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
         // SAFETY: the stream belongs to this context; the pointer is valid.
-        check(unsafe { sys::cuStreamIsCapturing(self.stream, &mut status) }, "cuStreamIsCapturing")?;
+        check(unsafe { sys::cuStreamIsCapturing(self.stream(), &mut status) }, "cuStreamIsCapturing")?;
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 

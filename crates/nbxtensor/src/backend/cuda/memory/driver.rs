@@ -27,6 +27,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuCtxGetCurrent",
     "cuCtxSynchronize",
     "cuStreamCreate",
+    "cuStreamDestroy_v2",
     "cuStreamSynchronize",
     "cuStreamBeginCapture_v2",
     "cuStreamEndCapture",

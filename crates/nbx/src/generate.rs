@@ -1,0 +1,236 @@
+//! `nbx generate`: greedy decoding of a Llama-family checkpoint from a text prompt (through
+//! the model's `tokenizer.json`) or a JSON list of token ids. The generated text (or ids)
+//! goes to stdout as it comes, prefill and decode tokens per second to stderr; `--output`
+//! writes the ids and the prompt's last logits as JSON (the path checked before any work, written
+//! to a temporary file and renamed: `files::Output`).
+
+use crate::files::Output;
+use nbxtensor_models::llama::{bucket, Generator, Llama};
+use nbxtensor_models::TextTokenizer;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The options of `nbx generate`.
+#[derive(Debug, PartialEq)]
+pub struct GenerateOptions {
+    /// `--model DIR`.
+    pub model: PathBuf,
+    /// `--prompt TEXT`.
+    pub prompt: Option<String>,
+    /// `--prompt-ids FILE.json`.
+    pub prompt_ids: Option<PathBuf>,
+    /// `--max-new-tokens N`.
+    pub max_new_tokens: usize,
+    /// `--output FILE.json`.
+    pub output: Option<PathBuf>,
+    /// `--threads N`.
+    pub threads: Option<usize>,
+}
+
+/// Options this build parses but does not serve yet: each is refused by name.
+const NOT_YET: [(&str, &str); 4] = [
+    ("--temperature", "sampling is not implemented yet (generation is greedy)"),
+    ("--top-k", "sampling is not implemented yet (generation is greedy)"),
+    ("--top-p", "sampling is not implemented yet (generation is greedy)"),
+    ("--seed", "sampling is not implemented yet (generation is greedy, so there is nothing to seed)"),
+];
+
+fn positive(option: &str, value: &str) -> Result<usize, String> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{option} takes a positive whole number, got {value:?}"))
+}
+
+/// Parses the options after `nbx generate`.
+pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
+    let mut o = GenerateOptions {
+        model: PathBuf::new(),
+        prompt: None,
+        prompt_ids: None,
+        max_new_tokens: 128,
+        output: None,
+        threads: None,
+    };
+    let mut model = None;
+    let mut rest = args.iter();
+    while let Some(option) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{option} needs a value"))?;
+        match option.as_str() {
+            "--model" => model = Some(PathBuf::from(value)),
+            "--prompt" => o.prompt = Some(value.clone()),
+            "--prompt-ids" => o.prompt_ids = Some(PathBuf::from(value)),
+            "--max-new-tokens" => o.max_new_tokens = positive(option, value)?,
+            "--output" => o.output = Some(PathBuf::from(value)),
+            "--threads" => o.threads = Some(positive(option, value)?),
+            "--device" => match value.as_str() {
+                "cpu" => {}
+                "cuda" => return Err("--device cuda: nbx generate runs on the CPU only in this build".into()),
+                other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
+            },
+            "--dtype" => match value.as_str() {
+                "float32" => {}
+                "bfloat16" | "float16" => {
+                    return Err(format!("--dtype {value}: nbx generate runs float32 only in this build"))
+                }
+                other => return Err(format!("unknown dtype {other:?} (float32, bfloat16 or float16)")),
+            },
+            other => match NOT_YET.iter().find(|(name, _)| *name == other) {
+                Some((name, why)) => return Err(format!("{name}: {why}")),
+                None => return Err(format!("nbx generate does not take {other:?}")),
+            },
+        }
+    }
+    o.model = model.ok_or("nbx generate needs --model DIR")?;
+    match (&o.prompt, &o.prompt_ids) {
+        (Some(_), Some(_)) => Err("nbx generate takes --prompt or --prompt-ids, not both".into()),
+        (None, None) => Err("nbx generate needs --prompt TEXT or --prompt-ids FILE.json".into()),
+        _ => Ok(o),
+    }
+}
+
+/// Reads a `--prompt-ids` file: a JSON list of token ids.
+fn read_ids(path: &Path) -> Result<Vec<i64>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read --prompt-ids {}: {e}", path.display()))?;
+    serde_json::from_str::<Vec<i64>>(&text)
+        .map_err(|e| format!("--prompt-ids {} is not a JSON list of token ids: {e}", path.display()))
+}
+
+/// Runs `nbx generate`.
+pub fn run(o: &GenerateOptions) -> Result<(), String> {
+    nbxtensor::settings::threads::set_threads(o.threads).map_err(|e| e.to_string())?;
+    if !o.model.is_dir() {
+        return Err(format!("no model directory {} (see --model)", o.model.display()));
+    }
+    // the output path checked (and its temporary file made) before any work
+    let input = o.prompt_ids.as_deref().unwrap_or(&o.model);
+    let output = o.output.as_deref().map(|path| Output::prepare(path, input)).transpose()?;
+    let llama = Llama::open(&o.model).map_err(|e| e.to_string())?;
+    let limit = llama.config.max_position_embeddings;
+    let tokenizer_path = o.model.join("tokenizer.json");
+    // cut one past the model's positions: a prompt that long is refused below, never cut
+    let tokenizer = match (&o.prompt, tokenizer_path.is_file()) {
+        (Some(_), false) => {
+            return Err(format!("--prompt needs {} (or give --prompt-ids)", tokenizer_path.display()));
+        }
+        (_, true) => Some(TextTokenizer::open(&tokenizer_path, limit + 1).map_err(|e| e.to_string())?),
+        (None, false) => None,
+    };
+    let prompt = match (&o.prompt, &o.prompt_ids, &tokenizer) {
+        (Some(text), _, Some(t)) => t.ids(text).map_err(|e| e.to_string())?,
+        (_, Some(path), _) => read_ids(path)?,
+        _ => return Err("nbx generate needs --prompt TEXT or --prompt-ids FILE.json".into()),
+    };
+    if prompt.is_empty() {
+        return Err("the prompt has no tokens".into());
+    }
+    if prompt.len() + o.max_new_tokens > limit + 1 {
+        return Err(format!(
+            "{} prompt tokens and --max-new-tokens {} do not fit the model's {limit} positions",
+            prompt.len(),
+            o.max_new_tokens
+        ));
+    }
+    let want = (prompt.len() + o.max_new_tokens).max(bucket(prompt.len()));
+    let mut generator = Generator::new(llama, want.min(limit)).map_err(|e| e.to_string())?;
+    let mut stdout = std::io::stdout();
+    let mut shown = 0usize;
+    let mut so_far = Vec::new();
+    let generation = generator
+        .generate(&prompt, o.max_new_tokens, true, |token| {
+            so_far.push(token);
+            match &tokenizer {
+                Some(t) => {
+                    // print what the decoded text gained (a token may complete a character)
+                    if let Ok(text) = t.decode(&so_far) {
+                        if text.len() > shown && text.is_char_boundary(shown) {
+                            let _ = write!(stdout, "{}", &text[shown..]);
+                            shown = text.len();
+                        }
+                    }
+                }
+                None => {
+                    let _ = write!(stdout, "{token} ");
+                }
+            }
+            let _ = stdout.flush();
+        })
+        .map_err(|e| e.to_string())?;
+    let _ = writeln!(stdout);
+    let (n, steps) = (prompt.len(), generation.generated_ids.len().saturating_sub(1));
+    eprintln!(
+        "nbx: prefill of {n} tokens (bucket {}) in {:.4} s: {:.1} tok/s ({:.4} s of it tracing, planning and capturing)",
+        bucket(n).min(generator.capacity()),
+        generation.prefill_seconds,
+        n as f64 / generation.prefill_seconds.max(1e-9),
+        generation.prefill_capture_seconds
+    );
+    let replayed = generation.decode_seconds - generation.decode_capture_seconds;
+    eprintln!(
+        "nbx: {} tokens generated; {steps} decode steps in {:.4} s ({:.4} s of it tracing, planning and capturing): {:.1} tok/s replayed",
+        generation.generated_ids.len(),
+        generation.decode_seconds,
+        generation.decode_capture_seconds,
+        steps as f64 / replayed.max(1e-9)
+    );
+    for c in generator.captures() {
+        eprintln!(
+            "nbx: captured {}: arena planned {} bytes, allocated {} bytes",
+            c.program, c.planned_bytes, c.allocated_bytes
+        );
+    }
+    let memory = generator.memory();
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    eprintln!(
+        "nbx: memory: weights {:.2} MiB, KV cache {:.2} MiB ({} positions), replay arenas {:.2} MiB",
+        mib(memory.weight_bytes),
+        mib(memory.cache_bytes),
+        generator.capacity(),
+        mib(memory.arena_bytes)
+    );
+    if let (Some(output), Some(path)) = (output, &o.output) {
+        let json = serde_json::json!({
+            "prompt_ids": generation.prompt_ids,
+            "generated_ids": generation.generated_ids,
+            "prefill_last_logits": generation.prefill_last_logits,
+        });
+        output.commit(json.to_string().as_bytes())?;
+        eprintln!("nbx: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_the_options_and_refuses_what_is_not_served_by_name() {
+        let o =
+            parse(&args("--model m --prompt-ids p.json --max-new-tokens 24 --output o.json --dtype float32")).unwrap();
+        assert_eq!((o.max_new_tokens, o.prompt_ids.as_deref()), (24, Some(Path::new("p.json"))));
+        assert_eq!(parse(&args("--model m --prompt hi")).unwrap().max_new_tokens, 128);
+        for (line, word) in [
+            ("--model m --prompt-ids p --temperature 0.7", "--temperature"),
+            ("--model m --prompt-ids p --top-k 5", "--top-k"),
+            ("--model m --prompt-ids p --top-p 0.9", "--top-p"),
+            ("--model m --prompt-ids p --seed 1", "--seed"),
+            ("--model m --prompt-ids p --dtype bfloat16", "bfloat16"),
+            ("--model m --prompt-ids p --device cuda", "cuda"),
+            ("--model m --prompt-ids p --max-new-tokens 0", "--max-new-tokens"),
+            ("--model m --prompt-ids p --beams 2", "--beams"),
+            ("--model m", "--prompt"),
+            ("--prompt-ids p", "--model"),
+            ("--model m --prompt a --prompt-ids p", "not both"),
+        ] {
+            let err = parse(&args(line)).unwrap_err();
+            assert!(err.contains(word), "{line}: {err}");
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! `nbx generate --prompt-ids … --output …` on the tiny Llama-family checkpoints of
+//! crates/nbxtensor-models/tests/data/llama gives Hugging Face's greedy tokens and prompt
+//! logits (within 1e-4) as its references say; options not served yet are refused by name.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn checkpoint(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../nbxtensor-models/tests/data/llama").join(name)
+}
+
+fn nbx(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nbx")).args(args).output().unwrap()
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nbx_generate_{tag}_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn generate_gives_the_reference_tokens_and_logits() {
+    let dir = scratch("reference");
+    for name in ["llama2-tiny", "llama3-tiny", "qwen2-tiny"] {
+        let model = checkpoint(name);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap()).unwrap();
+        let prompt = dir.join(format!("{name}_prompt.json"));
+        std::fs::write(&prompt, r["prompt_ids"].to_string()).unwrap();
+        let output = dir.join(format!("{name}_out.json"));
+        let steps = r["generated_ids"].as_array().unwrap().len().to_string();
+        let run = nbx(&[
+            "generate",
+            "--model",
+            model.to_str().unwrap(),
+            "--prompt-ids",
+            prompt.to_str().unwrap(),
+            "--max-new-tokens",
+            &steps,
+            "--dtype",
+            "float32",
+            "--device",
+            "cpu",
+            "--output",
+            output.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains("prefill") && stderr.contains("tok/s") && stderr.contains("KV cache"),
+            "{name}: {stderr}"
+        );
+        let got: Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+        assert_eq!(got["prompt_ids"], r["prompt_ids"], "{name}");
+        // nbx stops after an end-of-sequence token: the reference up to its first one
+        let eos: Vec<Value> = {
+            let config: Value =
+                serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
+            match &config["eos_token_id"] {
+                Value::Array(ids) => ids.clone(),
+                Value::Null => Vec::new(),
+                one => vec![one.clone()],
+            }
+        };
+        let all = r["generated_ids"].as_array().unwrap();
+        let want = match all.iter().position(|t| eos.contains(t)) {
+            Some(at) => &all[..=at],
+            None => &all[..],
+        };
+        assert_eq!(got["generated_ids"].as_array().unwrap().as_slice(), want, "{name}");
+        if !model.join("tokenizer.json").is_file() {
+            let stdout = String::from_utf8_lossy(&run.stdout);
+            let printed: Vec<Value> =
+                stdout.split_whitespace().map(|t| Value::from(t.parse::<i64>().unwrap())).collect();
+            assert_eq!(printed.as_slice(), want, "{name}: the ids streamed to stdout");
+        }
+        let (a, b) = (got["prefill_last_logits"].as_array().unwrap(), r["prefill_last_logits"].as_array().unwrap());
+        assert_eq!(a.len(), b.len());
+        let diff = a.iter().zip(b).map(|(x, y)| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs()).fold(0.0, f64::max);
+        assert!(diff <= 1e-4, "{name}: prompt logits differ by {diff}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn generate_refuses_what_it_does_not_serve_by_name() {
+    let dir = scratch("refusals");
+    let prompt = dir.join("prompt.json");
+    std::fs::write(&prompt, "[1, 5, 9]").unwrap();
+    let model = checkpoint("llama2-tiny");
+    let (m, p) = (model.to_str().unwrap(), prompt.to_str().unwrap());
+    for (extra, word, status) in [
+        (&["--temperature", "0.8"][..], "--temperature", 2),
+        (&["--top-p", "0.9"][..], "--top-p", 2),
+        (&["--dtype", "bfloat16"][..], "bfloat16", 2),
+        (&["--device", "cuda"][..], "cuda", 2),
+        (&["--max-new-tokens", "500"][..], "128 positions", 1),
+    ] {
+        let mut args = vec!["generate", "--model", m, "--prompt-ids", p];
+        args.extend_from_slice(extra);
+        let run = nbx(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(status), "{extra:?}: {stderr}");
+        assert!(stderr.contains(word), "{extra:?}: {stderr}");
+    }
+    std::fs::write(&prompt, "[1, 5, 300]").unwrap();
+    let run = nbx(&["generate", "--model", m, "--prompt-ids", p, "--max-new-tokens", "2"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("300") && stderr.contains("vocabulary"), "{stderr}");
+    std::fs::write(&prompt, "{\"ids\": [1]}").unwrap();
+    let run = nbx(&["generate", "--model", m, "--prompt-ids", p]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("JSON list of token ids"), "{stderr}");
+    let untokenized = checkpoint("qwen2-tiny");
+    let run = nbx(&["generate", "--model", untokenized.to_str().unwrap(), "--prompt", "hello"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!run.status.success() && stderr.contains("tokenizer.json"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A text prompt goes through the checkpoint's tokenizer.json (byte-level: a text's ids are its
+/// UTF-8 bytes) and generates what its ids generate; the text is streamed to stdout.
+#[test]
+fn a_text_prompt_is_tokenized_and_generates_as_its_ids_do() {
+    let dir = scratch("text");
+    let model = checkpoint("llama2-tiny");
+    let m = model.to_str().unwrap();
+    let (from_text, from_ids, ids) = (dir.join("text.json"), dir.join("ids.json"), dir.join("prompt.json"));
+    let run = nbx(&[
+        "generate",
+        "--model",
+        m,
+        "--prompt",
+        "Once upon a time",
+        "--max-new-tokens",
+        "24",
+        "--output",
+        from_text.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(!run.stdout.is_empty(), "the text is streamed to stdout");
+    let text: Value = serde_json::from_str(&std::fs::read_to_string(&from_text).unwrap()).unwrap();
+    let bytes: Vec<i64> = "Once upon a time".bytes().map(i64::from).collect();
+    assert_eq!(text["prompt_ids"], serde_json::json!(bytes));
+    std::fs::write(&ids, text["prompt_ids"].to_string()).unwrap();
+    let run = nbx(&[
+        "generate",
+        "--model",
+        m,
+        "--prompt-ids",
+        ids.to_str().unwrap(),
+        "--max-new-tokens",
+        "24",
+        "--output",
+        from_ids.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let again: Value = serde_json::from_str(&std::fs::read_to_string(&from_ids).unwrap()).unwrap();
+    assert_eq!(text["generated_ids"], again["generated_ids"]);
+    assert!(text == again, "the same prompt logits from the text and from its ids");
+    assert_eq!(text["generated_ids"].as_array().unwrap().len(), 24, "no end token in these 24");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,14 @@
+//! Llama-family decoders (Hugging Face `LlamaForCausalLM`, `MistralForCausalLM`,
+//! `Qwen2ForCausalLM` checkpoints) built from nbxtensor ops, with greedy generation over a KV
+//! cache held in place: a prefill program per prompt-length bucket, one decode program
+//! captured once and replayed for every token.
+
+mod config;
+mod generate;
+mod model;
+mod weights;
+
+pub use config::{Family, Llama3Scaling, LlamaConfig};
+pub use generate::{bucket, Capture, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
+pub use model::{DecodeState, Llama};
+pub use weights::{LayerWeights, LlamaWeights, Projection};

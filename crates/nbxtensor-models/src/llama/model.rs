@@ -1,0 +1,215 @@
+//! The Llama decoder as nbxtensor ops, batch 1, over a KV cache the model holds: a prefill of
+//! a prompt padded to a bucket length (`sdpa`, causal) and a decode step of one token
+//! (`decode_attention` over the cache), both writing their keys and values into the cache in
+//! place (`kv_cache_write`). Every step is an op call, so both trace into programs as they are.
+//!
+//! Per layer, as Hugging Face's `LlamaDecoderLayer`: `rms_norm` → `linear` q, k, v (biases for
+//! Qwen2) → `rope` on q and k (pairs `(i, i + d/2)`, HF's `rotate_half` layout) → attention
+//! (grouped-query heads) → `linear` o → residual `add` → `rms_norm` → `silu(gate) · up` →
+//! `linear` down → residual `add`; then the final `rms_norm`, the output head and `argmax`.
+
+use super::{LlamaConfig, LlamaWeights, Projection};
+use crate::error::{ModelError, Result};
+use nbxtensor::kernel::{Attrs, KernelError};
+use nbxtensor::ops;
+use nbxtensor::program::ProgramError;
+use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
+use std::path::Path;
+
+/// A Llama-family decoder: its config and its weights.
+#[derive(Clone)]
+pub struct Llama {
+    /// The sizes and facts.
+    pub config: LlamaConfig,
+    /// The weights.
+    pub weights: LlamaWeights,
+}
+
+/// The state a decoder runs over: one key and one value cache per layer (`[1, kv_heads,
+/// capacity, head_dim]` float32, written in place) and the rotary tables of every position
+/// (`[capacity, head_dim / 2]`).
+pub struct DecodeState {
+    /// Key caches, one per layer.
+    pub keys: Vec<Tensor>,
+    /// Value caches, one per layer.
+    pub values: Vec<Tensor>,
+    /// `cos(position · frequency)`.
+    pub cos: Tensor,
+    /// `sin(position · frequency)`.
+    pub sin: Tensor,
+    /// Position 0, `[1]` int64: where a prefill writes.
+    pub origin: Tensor,
+}
+
+impl DecodeState {
+    /// The rows each cache holds.
+    pub fn capacity(&self) -> usize {
+        self.cos.shape().first().map_or(0, |&rows| rows as usize)
+    }
+
+    /// The caches of layer `n`.
+    fn layer(&self, n: usize) -> Result<(&Tensor, &Tensor), ProgramError> {
+        match (self.keys.get(n), self.values.get(n)) {
+            (Some(k), Some(v)) => Ok((k, v)),
+            _ => Err(ProgramError::Invalid(format!(
+                "llama: no KV cache for layer {n} (the state holds {} key and {} value caches)",
+                self.keys.len(),
+                self.values.len()
+            ))),
+        }
+    }
+
+    /// Bytes of the key and value caches together.
+    pub fn cache_bytes(&self) -> u64 {
+        self.keys.iter().chain(&self.values).map(|t| t.numel() as u64 * 4).sum()
+    }
+}
+
+/// One op's single output.
+fn op(name: &str, inputs: &[&Tensor]) -> Result<Tensor, KernelError> {
+    Ok(ops::call(name, &Attrs::new(), inputs)?.remove(0))
+}
+
+fn project(x: &Tensor, p: &Projection) -> Result<Tensor, KernelError> {
+    x.linear(&p.weight, p.bias.as_ref())
+}
+
+impl Llama {
+    /// Reads `config.json` and maps the weights (`model.safetensors` or a sharded index) of
+    /// the model directory `dir`.
+    pub fn open(dir: &Path) -> Result<Llama> {
+        if !dir.is_dir() {
+            return Err(ModelError::Files(format!("no model directory {}", dir.display())));
+        }
+        let config = LlamaConfig::read(&dir.join("config.json"))?;
+        let weights = LlamaWeights::load(dir, &config)?;
+        Ok(Llama { config, weights })
+    }
+
+    /// Zeroed caches and the rotary tables of `capacity` positions (at most the model's
+    /// `max_position_embeddings`, and within Mistral's sliding window).
+    pub fn state(&self, capacity: usize) -> Result<DecodeState> {
+        let c = &self.config;
+        if capacity == 0 || capacity > c.max_position_embeddings {
+            return Err(ModelError::Input(format!(
+                "a context of {capacity} positions: the model takes 1 to {} (max_position_embeddings)",
+                c.max_position_embeddings
+            )));
+        }
+        if let Some(window) = c.sliding_window.filter(|&w| w < capacity) {
+            return Err(ModelError::Input(format!(
+                "a context of {capacity} positions is past the sliding window of {window}: sliding-window attention is not served"
+            )));
+        }
+        let frequencies = c.inverse_frequencies();
+        let half = frequencies.len();
+        let (mut cos, mut sin) = (Vec::with_capacity(capacity * half), Vec::with_capacity(capacity * half));
+        for position in 0..capacity {
+            for &f in &frequencies {
+                let angle = position as f32 * f;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+        let shape = [1, c.num_key_value_heads as i64, capacity as i64, c.head_dim as i64];
+        let caches =
+            || (0..c.num_hidden_layers).map(|_| Tensor::zeros(DType::Float32, &shape)).collect::<Result<Vec<_>, _>>();
+        Ok(DecodeState {
+            keys: caches()?,
+            values: caches()?,
+            cos: Tensor::from_vec(cos, &[capacity as i64, half as i64])?,
+            sin: Tensor::from_vec(sin, &[capacity as i64, half as i64])?,
+            origin: Tensor::from_vec(vec![0i64], &[1])?,
+        })
+    }
+
+    /// `[1, s, heads · d]` → `[1, heads, s, d]` (a view).
+    fn heads(&self, x: &Tensor, heads: usize) -> Result<Tensor, ProgramError> {
+        let s = x.shape()[1];
+        Ok(x.reshape(&[1, s, heads as i64, self.config.head_dim as i64])?.permute(&[0, 2, 1, 3])?)
+    }
+
+    /// The layers over hidden states `x` (`[1, s, hidden]`), with the rotary rows `cos`, `sin`
+    /// (`[s, head_dim / 2]`) of their positions; `attend(layer, q, k, v)` writes k and v into
+    /// the layer's caches and returns the attention `[1, heads, s, d]`.
+    fn layers(
+        &self,
+        mut x: Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        mut attend: impl FnMut(usize, &Tensor, &Tensor, &Tensor) -> Result<Tensor, ProgramError>,
+    ) -> Result<Tensor, ProgramError> {
+        let c = &self.config;
+        let eps = c.rms_norm_eps;
+        let s = x.shape()[1];
+        for (n, layer) in self.weights.layers.iter().enumerate() {
+            let h = x.rms_norm(&layer.input_norm, eps)?;
+            let q = self.heads(&project(&h, &layer.q)?, c.num_attention_heads)?.rope(cos, sin, false)?;
+            let k = self.heads(&project(&h, &layer.k)?, c.num_key_value_heads)?.rope(cos, sin, false)?;
+            let v = op("copy", &[&self.heads(&project(&h, &layer.v)?, c.num_key_value_heads)?])?;
+            let attention = attend(n, &q, &k, &v)?.permute(&[0, 2, 1, 3])?;
+            let merged = op("copy", &[&attention])?.reshape(&[1, s, (c.num_attention_heads * c.head_dim) as i64])?;
+            x = x.add(&project(&merged, &layer.o)?)?;
+            let h = x.rms_norm(&layer.post_attention_norm, eps)?;
+            let fed = project(&h, &layer.gate)?.silu()?.mul(&project(&h, &layer.up)?)?;
+            x = x.add(&project(&fed, &layer.down)?)?;
+        }
+        Ok(x)
+    }
+
+    /// The logits `[1, 1, vocab]` and the greedy token `[1, 1]` (int64) of one hidden row
+    /// `[1, 1, hidden]`.
+    fn head(&self, row: &Tensor) -> Result<Vec<Tensor>, ProgramError> {
+        let normed = row.rms_norm(&self.weights.norm, self.config.rms_norm_eps)?;
+        let logits = normed.linear(&self.weights.lm_head, None)?;
+        let token = logits.argmax(-1, false)?;
+        Ok(vec![logits, token])
+    }
+
+    /// The prefill of `ids` (`[1, s]` int64, a prompt padded at its end to a bucket length
+    /// `s` ≤ the state's capacity) whose last real token is at `last` (`[1]` int64): writes
+    /// rows `0..s` of every cache (the padding's rows are rewritten by the decode steps before
+    /// any is read) and returns the logits `[1, 1, vocab]` at `last` and their argmax `[1, 1]`.
+    pub fn prefill(&self, state: &DecodeState, ids: &Tensor, last: &Tensor) -> Result<Vec<Tensor>, ProgramError> {
+        let &[1, s] = ids.shape() else {
+            return Err(ProgramError::Invalid(format!("llama prefill: ids must be [1, seq], got {:?}", ids.shape())));
+        };
+        if s as usize > state.capacity() {
+            return Err(ProgramError::Invalid(format!(
+                "llama prefill: {s} positions do not fit a cache of {}",
+                state.capacity()
+            )));
+        }
+        let x = ids.embedding(&self.weights.embed)?;
+        let (cos, sin) = (state.cos.narrow(0, 0, s)?, state.sin.narrow(0, 0, s)?);
+        let hidden = self.layers(x, &cos, &sin, |n, q, k, v| {
+            let (keys, values) = state.layer(n)?;
+            keys.kv_cache_write(k, &state.origin)?;
+            values.kv_cache_write(v, &state.origin)?;
+            Ok(q.sdpa(k, v, None, true, None)?)
+        })?;
+        self.head(&hidden.index_select(last, 1)?)
+    }
+
+    /// One decode step: the token `token` (`[1, 1]` int64) at `position` (`[1]` int64),
+    /// attending over `length` (`[1]` int64, `position + 1`) cache rows after writing its own
+    /// key and value at `position`; returns the logits `[1, 1, vocab]` and their argmax `[1, 1]`.
+    pub fn decode(
+        &self,
+        state: &DecodeState,
+        token: &Tensor,
+        position: &Tensor,
+        length: &Tensor,
+    ) -> Result<Vec<Tensor>, ProgramError> {
+        let x = token.embedding(&self.weights.embed)?;
+        let (cos, sin) = (position.embedding(&state.cos)?, position.embedding(&state.sin)?);
+        let hidden = self.layers(x, &cos, &sin, |n, q, k, v| {
+            let (keys, values) = state.layer(n)?;
+            keys.kv_cache_write(k, position)?;
+            values.kv_cache_write(v, position)?;
+            Ok(q.decode_attention(keys, values, length, true, None)?)
+        })?;
+        self.head(&hidden)
+    }
+}

@@ -1,0 +1,286 @@
+//! Decoding over a KV cache on the GPU (`kernels/decode.cu`): `decode_attention(q, k_cache,
+//! v_cache, length)` and `kv_cache_write(cache, new, position)`, with the CPU kernels'
+//! semantics (`backend/cpu/decode.rs`), on float32, float16 and bfloat16.
+//!
+//! Attention is flash-decoding: the cache is cut into splits, a block per (split, cache head ×
+//! row group, batch) reads each key and value row once for all the query rows of its head group
+//! and writes a partial (max, sum, weighted values) per row to the workspace; a second kernel
+//! combines them in order. The splits depend on the shapes alone ([`plan`]: about
+//! [`TARGET_BLOCKS`] blocks, at least [`MIN_CHUNK`] keys each), never on the length, which the
+//! kernel reads from the device: one graph serves every step. The workspace is declared for
+//! exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
+//!
+//! The valid length is clamped to `0..=T` and a write skips the rows outside the cache: the
+//! values live on the device, where no error can be raised (the host backend refuses them).
+
+use super::dims::{aligned16, grid_extent, workspace_of};
+use super::{device_ptr, function, register, register_with_workspace, Args, KernelSource};
+use crate::backend::LaunchTable;
+use crate::dtype::DType;
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::attention::AttentionShape;
+use crate::ops::spec::decode::{DecodeAttention, KvCacheWrite};
+use crate::ops::spec::FLOATS;
+use crate::tensor::Tensor;
+
+/// The source of the decode kernels.
+pub static SOURCE: KernelSource = KernelSource { name: "decode.cu", text: include_str!("kernels/decode.cu") };
+
+/// Threads of a split block (`NBX_DEC_THREADS`) and of a combine block (`NBX_COMBINE_THREADS`).
+const THREADS: u32 = 128;
+const COMBINE_THREADS: u32 = 256;
+/// The fewest keys one split takes.
+pub const MIN_CHUNK: i64 = 64;
+/// The blocks a launch aims at (the splits fill the device at every batch and head count; 512
+/// measured faster than 1024 at 8K to 128K keys on an H200, docs/BENCHMARKS.md).
+pub const TARGET_BLOCKS: i64 = 512;
+/// The widest head dim the kernels hold (32 threads of 8 columns).
+const MAX_WIDTH: i64 = 256;
+/// The most grid blocks in the y and z dims.
+const GRID_YZ: u32 = 65535;
+
+/// How a call is cut: threads per key row, query rows per block, row groups, splits, keys per split.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// Threads per key row (8 columns each): 8, 16 or 32.
+    pub threads_per_key: i64,
+    /// Query rows per block: 4 or 8.
+    pub rows_per_block: i64,
+    /// Blocks per cache head along its query rows.
+    pub row_groups: i64,
+    /// Splits of the cache.
+    pub splits: i64,
+    /// Keys per split.
+    pub chunk: i64,
+}
+
+/// The cut of a call of sizes `z`; refused (naming the op) for head dims over 256.
+pub fn plan(z: &AttentionShape) -> Result<Cut> {
+    let width = z.d.max(z.dv) as i64;
+    if width > MAX_WIDTH {
+        return Err(KernelError::Invalid(format!(
+            "decode_attention: the CUDA kernel takes head dims up to {MAX_WIDTH}, got d {} and dv {}",
+            z.d, z.dv
+        )));
+    }
+    let threads_per_key = (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64;
+    let rows = ((z.hq / z.hk.max(1)) * z.sq) as i64;
+    let rows_per_block = if rows <= 4 { 4 } else { 8 };
+    let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
+    let t = z.sk as i64;
+    let per_split = (z.b * z.hk) as i64 * row_groups;
+    let most = (TARGET_BLOCKS / per_split.max(1)).max(1);
+    let wanted = ((t + MIN_CHUNK - 1) / MIN_CHUNK).clamp(1, most);
+    let chunk = ((t + wanted - 1) / wanted + MIN_CHUNK - 1) / MIN_CHUNK * MIN_CHUNK;
+    let chunk = chunk.max(MIN_CHUNK);
+    let splits = ((t + chunk - 1) / chunk).max(1);
+    Ok(Cut { threads_per_key, rows_per_block, row_groups, splits, chunk })
+}
+
+/// Bytes of the partials: (max, sum, dv values) in float32 per query row and split.
+fn partial_bytes(z: &AttentionShape, cut: &Cut) -> u64 {
+    4 * (z.b * z.hq * z.sq) as u64 * cut.splits as u64 * (2 + z.dv) as u64
+}
+
+fn workspace(spec: &DecodeAttention, inputs: &[TensorMeta]) -> Result<u64> {
+    let z = spec.sizes(inputs)?;
+    Ok(partial_bytes(&z, &plan(&z)?))
+}
+
+/// Extents and flags of a call (the source's `DecodeSizes`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Sizes {
+    b: i32,
+    hq: i32,
+    hk: i32,
+    sq: i32,
+    t: i32,
+    d: i32,
+    dv: i32,
+    causal: i32,
+    rows: i32,
+    row_groups: i32,
+    splits: i32,
+    chunk: i32,
+    len_stride: i32,
+    len64: i32,
+}
+
+/// Element strides of q and the caches (the source's `DecodeStrides`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Strides {
+    q: [i64; 4],
+    k: [i64; 3],
+    v: [i64; 3],
+}
+
+fn int(op: &str, value: impl TryInto<i32> + Copy + std::fmt::Display) -> Result<i32> {
+    value.try_into().map_err(|_| KernelError::Invalid(format!("{op}: extent {value} exceeds the CUDA kernels' range")))
+}
+
+/// The element stride between the batch rows' values of an index tensor (0: one value for
+/// all), and whether it is int64.
+fn index_flags(op: &str, t: &Tensor) -> Result<(i32, i32)> {
+    let stride = if t.numel() > 1 { int(op, t.strides()[0])? } else { 0 };
+    Ok((stride, i32::from(t.dtype() == DType::Int64)))
+}
+
+fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
+    let [q, k, v, length] = launch.inputs else {
+        return Err(KernelError::Invalid(format!("decode_attention: takes 4 inputs, got {}", launch.inputs.len())));
+    };
+    let out = &launch.outputs[0];
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let z = spec.sizes(&metas)?;
+    let cut = plan(&z)?;
+    let partials = workspace_of("decode_attention", &launch.workspace, partial_bytes(&z, &cut))?;
+    let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("decode_attention: {e}")))? as u64;
+    let (ks, vs) = (k.strides(), v.strides());
+    let vec = z.d % 8 == 0
+        && z.dv % 8 == 0
+        && aligned16(&[device_ptr(k), device_ptr(v)])
+        && aligned16(&[ks[0], ks[1], ks[2], vs[0], vs[1], vs[2]].map(|s| s as u64 * itemsize));
+    let (len_stride, len64) = index_flags("decode_attention", length)?;
+    let op = "decode_attention";
+    let sizes = Sizes {
+        b: int(op, z.b)?,
+        hq: int(op, z.hq)?,
+        hk: int(op, z.hk)?,
+        sq: int(op, z.sq)?,
+        t: int(op, z.sk)?,
+        d: int(op, z.d)?,
+        dv: int(op, z.dv)?,
+        causal: i32::from(spec.causal),
+        rows: int(op, (z.hq / z.hk) * z.sq)?,
+        row_groups: int(op, cut.row_groups)?,
+        splits: int(op, cut.splits)?,
+        chunk: int(op, cut.chunk)?,
+        len_stride,
+        len64,
+    };
+    let qs = q.strides();
+    let strides = Strides { q: [qs[0], qs[1], qs[2], qs[3]], k: [ks[0], ks[1], ks[2]], v: [vs[0], vs[1], vs[2]] };
+    let scale = spec.scale_for(z.d) * std::f32::consts::LOG2_E;
+    let (dt, device) = (spec.dtype.launch_key(), out.device());
+    // the element-by-element kernel only where the rows are not 16-byte aligned
+    let (tpk, rb, scalar) = (cut.threads_per_key, cut.rows_per_block, if vec { "" } else { "_scalar" });
+    let split = function(device, &SOURCE, format_args!("decode_split_{dt}_{tpk}_{rb}{scalar}"))?;
+    let mut args = Args::new();
+    args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
+    args.value(&sizes).f32(scale).ptr(partials);
+    let x = grid_extent(op, cut.splits, 1, i32::MAX as u32)?;
+    let y = grid_extent(op, z.hk as i64 * cut.row_groups, 1, GRID_YZ)?;
+    let zb = grid_extent(op, z.b as i64, 1, GRID_YZ)?;
+    split.launch([x, y, zb], [THREADS, 1, 1], 0, &mut args)?;
+    let combine = function(device, &SOURCE, format_args!("decode_combine_{dt}"))?;
+    let mut args = Args::new();
+    args.ptr(partials).value(&sizes).ptr(device_ptr(out));
+    let rows = grid_extent(op, (z.b * z.hq * z.sq) as i64, 1, i32::MAX as u32)?;
+    let columns = grid_extent(op, z.dv as i64, 32, GRID_YZ)?;
+    let shared = 4 * (cut.splits as u32 + 32 * (COMBINE_THREADS / 32) + COMBINE_THREADS / 32);
+    combine.launch([rows, columns, 1], [COMBINE_THREADS, 1, 1], shared, &mut args)
+}
+
+/// The first cache the kernel cannot read: one whose columns are not unit-stride.
+fn unreadable(_: &DecodeAttention, inputs: &[&Tensor]) -> Option<usize> {
+    (1..3).find(|&i| inputs.get(i).is_some_and(|t| t.ndim() == 4 && t.shape()[3] > 1 && t.strides()[3] != 1))
+}
+
+/// Sizes of a write (the source's `WriteSizes`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct WriteSizes {
+    b: i32,
+    h: i32,
+    t: i32,
+    s: i32,
+    d: i32,
+    pos_stride: i32,
+    pos64: i32,
+}
+
+fn write(spec: &KvCacheWrite, launch: Launch<'_>) -> Result<()> {
+    let [cache, new, position] = launch.inputs else {
+        return Err(KernelError::Invalid(format!("kv_cache_write: takes 3 inputs, got {}", launch.inputs.len())));
+    };
+    if !cache.is_contiguous() || cache.is_read_only() {
+        return Err(KernelError::Invalid(
+            "kv_cache_write: the cache must be a contiguous, writable tensor (it is written in place)".into(),
+        ));
+    }
+    if std::sync::Arc::ptr_eq(cache.storage(), new.storage()) {
+        return Err(KernelError::Invalid("kv_cache_write: the new rows are a view of the cache itself".into()));
+    }
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let z = spec.sizes(&metas)?;
+    let count = (z.b * z.h * z.s * z.d) as i64;
+    if count == 0 {
+        return Ok(());
+    }
+    let op = "kv_cache_write";
+    let (pos_stride, pos64) = index_flags(op, position)?;
+    let sizes = WriteSizes {
+        b: int(op, z.b)?,
+        h: int(op, z.h)?,
+        t: int(op, z.t)?,
+        s: int(op, z.s)?,
+        d: int(op, z.d)?,
+        pos_stride,
+        pos64,
+    };
+    let ns = new.strides();
+    let f = function(cache.device(), &SOURCE, format_args!("kv_cache_write_{}", spec.dtype.launch_key()))?;
+    let mut args = Args::new();
+    args.ptr(device_ptr(cache)).ptr(device_ptr(new)).value(&[ns[0], ns[1], ns[2], ns[3]]).ptr(device_ptr(position));
+    args.value(&sizes);
+    let blocks = grid_extent(op, count, 256, u32::MAX)?.min(4096);
+    f.launch([blocks, 1, 1], [256, 1, 1], 0, &mut args)
+}
+
+/// Registers `decode_attention` and `kv_cache_write` on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register_with_workspace(table, "decode_attention", &FLOATS, run, workspace);
+    table.reads_only("decode_attention", &FLOATS, unreadable);
+    register(table, "kv_cache_write", &FLOATS, write);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(b: usize, hq: usize, hk: usize, sq: usize, t: usize, d: usize) -> AttentionShape {
+        AttentionShape { b, hq, hk, sq, sk: t, d, dv: d }
+    }
+
+    #[test]
+    fn the_splits_fill_the_device_and_cover_the_cache() {
+        // one query of 32 heads over 8 cache heads: 4 rows a block, 64 splits at most
+        for (t, splits, chunk) in [(1024, 16, 64), (8192, 64, 128), (32768, 64, 512), (131072, 64, 2048), (100, 2, 64)]
+        {
+            let cut = plan(&shape(1, 32, 8, 1, t, 128)).unwrap();
+            assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups), (16, 4, 1));
+            assert_eq!((cut.splits, cut.chunk), (splits, chunk), "T = {t}");
+            assert!(cut.splits * cut.chunk >= t as i64 && (cut.splits - 1) * cut.chunk < t as i64);
+        }
+        // 8 rows of a group over 4 query heads × 2 queries; d 64; an empty cache still takes a split
+        let cut = plan(&shape(2, 8, 2, 2, 0, 64)).unwrap();
+        assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups, cut.splits), (8, 8, 1, 1));
+        assert_eq!(plan(&shape(1, 64, 1, 8, 4096, 256)).unwrap().row_groups, 64);
+        assert!(plan(&shape(1, 1, 1, 1, 16, 320)).unwrap_err().to_string().contains("up to 256"));
+    }
+
+    #[test]
+    fn the_workspace_holds_the_partials() {
+        let f = DType::Bfloat16;
+        let spec = DecodeAttention { dtype: f, causal: true, scale: None };
+        let m = |s: &[i64]| TensorMeta::new(f, s);
+        let inputs =
+            [m(&[1, 32, 1, 128]), m(&[1, 8, 8192, 128]), m(&[1, 8, 8192, 128]), TensorMeta::new(DType::Int32, &[])];
+        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 64 * 130);
+    }
+}
