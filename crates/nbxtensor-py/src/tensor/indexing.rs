@@ -173,3 +173,71 @@ pub fn index(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>) -> PyR
     let order: Vec<i64> = (at..at + added).chain(0..at).chain(at + added..picked.ndim()).map(|d| d as i64).collect();
     picked.permute(&order).map_err(to_py)
 }
+
+/// The value of `t[key] = value` as a tensor: a tensor as it is, anything else (a Python or
+/// numpy scalar, a numpy array, a sequence) made into one of the destination's dtype.
+fn value_of(value: &Bound<'_, PyAny>, dtype: DType) -> PyResult<CoreTensor> {
+    if let Ok(t) = value.cast::<Tensor>() {
+        return Ok(t.get().inner.clone());
+    }
+    let made = value.py().import("nbxtensor.tensor")?.call_method1("asarray", (value, dtype.name()))?;
+    Ok(made.cast::<Tensor>()?.get().inner.clone())
+}
+
+/// `tensor[key] = value`, in place, by the core's `assign` kernel: a basic key (ints, slices
+/// of any step, `...`, `None`) writes through the view it selects; a bool mask of the
+/// tensor's own shape (or of its leading dims) as the whole key writes a scalar or 0-d value
+/// where the mask is true (the kept elements are written back unchanged: one `where` and one
+/// `assign`). The value is broadcast to what the key selects and converted to the tensor's
+/// dtype; integer-array keys are refused by name (the standard leaves them out of writes).
+pub fn assign(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let items = items_of(key)?;
+    let value = value_of(value, tensor.dtype())?;
+    let on_gpu = !nbxtensor::backend::of(tensor.device()).host_addressable();
+    let mask = match items.as_slice() {
+        [Item::Array(mask)] if mask.dtype() == DType::Bool => Some(mask.clone()),
+        _ if items.iter().any(|i| matches!(i, Item::Array(_))) => {
+            return Err(PyIndexError::new_err(
+                "t[key] = value: a key with an integer array (or a mask beside other items) is not supported; \
+                 write through basic indexing or one bool mask as the whole key",
+            ))
+        }
+        _ => None,
+    };
+    let (target, value) = match mask {
+        None => (index(py, tensor, key)?, value),
+        Some(mask) => {
+            let covered = tensor.shape().get(..mask.ndim());
+            if covered != Some(mask.shape()) {
+                return Err(PyIndexError::new_err(format!(
+                    "t[mask] = value: a mask of shape {:?} does not cover the leading dims of a tensor of shape {:?}",
+                    mask.shape(),
+                    tensor.shape()
+                )));
+            }
+            if value.numel() != 1 {
+                return Err(PyIndexError::new_err(format!(
+                    "t[mask] = value: the value must be one element (a scalar or a 0-d tensor), got shape {:?}",
+                    value.shape()
+                )));
+            }
+            let mut wide = mask.shape().to_vec();
+            wide.resize(tensor.ndim(), 1);
+            let (mask, kept) = (mask.to(tensor.device()).map_err(to_py)?, tensor.clone());
+            let value = value.reshape(&[]).map_err(to_py)?;
+            let run = move || -> nbxtensor::Result<CoreTensor> {
+                let mask = mask.contiguous()?.reshape(&wide)?;
+                let value = value.to(kept.device())?.cast(kept.dtype())?;
+                Ok(mask.if_else(&value, &kept)?)
+            };
+            let merged = if on_gpu { guard(|| run().map_err(to_py))? } else { py.detach(|| guard(|| run().map_err(to_py)))? };
+            (tensor.clone(), merged)
+        }
+    };
+    let write = move || guard(|| target.assign(&value).map_err(to_py));
+    if on_gpu {
+        write()
+    } else {
+        py.detach(write)
+    }
+}

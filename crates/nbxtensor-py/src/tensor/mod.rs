@@ -207,6 +207,13 @@ impl Tensor {
         indexing::index(py, &self.inner, key).map(Tensor::wrap)
     }
 
+    /// `t[key] = value` in place, by the `assign` kernel: through the view a basic key
+    /// selects (ints, slices of any step, `...`, `None`), or where a bool mask (the whole
+    /// key) is true; the value is broadcast and converted to the tensor's dtype.
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        indexing::assign(py, &self.inner, key, value)
+    }
+
     /// The same bytes read as another dtype of the same width (bfloat16 as uint16 …), a view.
     fn view_dtype(&self, dtype: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let dtype = dtype_arg(dtype, "view_dtype")?;
@@ -385,6 +392,20 @@ impl Tensor {
     /// `(device_type, device_id)` as DLPack numbers them (`(1, 0)` for the host).
     fn __dlpack_device__(&self) -> (i32, i32) {
         dlpack::device_of(&self.inner)
+    }
+
+    /// The Array API namespace of the tensor: the module `nbxtensor.array_api`. Only the
+    /// standard's 2024.12 revision is served; another `api_version` is a ValueError naming it.
+    #[pyo3(signature = (*, api_version = None))]
+    fn __array_namespace__<'py>(&self, py: Python<'py>, api_version: Option<&str>) -> PyResult<Bound<'py, PyModule>> {
+        let namespace = py.import("nbxtensor.array_api")?;
+        let served: String = namespace.getattr("__array_api_version__")?.extract()?;
+        match api_version {
+            Some(asked) if asked != served => Err(PyValueError::new_err(format!(
+                "__array_namespace__: the Array API {asked} is not served; nbxtensor.array_api implements {served}"
+            ))),
+            _ => Ok(namespace),
+        }
     }
 
     /// The tensor as a numpy array sharing its memory (through DLPack). numpy has no

@@ -19,7 +19,7 @@
 use super::operand::{cast_to, promote, Operand, Scalar};
 use super::spec::attention::Sdpa;
 use super::spec::binary::{Binary, BinaryOp};
-use super::spec::cast::{Cast, Copy};
+use super::spec::cast::{Assign, Cast, Copy};
 use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::matmul::Product;
@@ -34,6 +34,7 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
 use crate::tensor::Tensor;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 fn one(mut outputs: Vec<Tensor>) -> Tensor {
     outputs.remove(0)
@@ -401,6 +402,22 @@ impl Tensor {
     /// would fall outside the cache.
     pub fn kv_cache_write(&self, new: &Tensor, position: &Tensor) -> Result<()> {
         run(KvCacheWrite { dtype: self.dtype() }, &[self, new, position])?;
+        Ok(())
+    }
+
+    /// Writes `value` (broadcast to this tensor's shape, converted to its dtype by `cast`)
+    /// into this tensor in place, through its layout: what `t[key] = value` runs on the view
+    /// `t[key]`. A value sharing this tensor's memory is copied first (numpy's rule for
+    /// overlapping assignments); a read-only or broadcast destination is refused.
+    pub fn assign(&self, value: &Tensor) -> Result<()> {
+        let mut value = if value.device() == self.device() { value.clone() } else { value.to(self.device())? };
+        if value.dtype() != self.dtype() {
+            value = value.cast(self.dtype())?;
+        }
+        if Arc::ptr_eq(value.storage(), self.storage()) {
+            value = one(run(Copy { dtype: value.dtype() }, &[&value])?);
+        }
+        run(Assign { dtype: self.dtype() }, &[self, &value])?;
         Ok(())
     }
 

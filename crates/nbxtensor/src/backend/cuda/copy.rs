@@ -11,7 +11,7 @@ use super::{device_ptr, function, register, Args, KernelSource};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::memory::Device;
-use crate::ops::spec::cast::Copy;
+use crate::ops::spec::cast::{Assign, Copy};
 
 /// The source of the copy kernels (after the indexer).
 pub static SOURCE: KernelSource = KernelSource {
@@ -77,7 +77,19 @@ fn run(spec: &Copy, launch: Launch<'_>) -> Result<()> {
     copy_elements("copy", device, &ix, storage_ptr(x), device_ptr(y), n, itemsize)
 }
 
-/// Registers `copy` on every dtype with a per-element width.
+/// `assign`: the value (input 1), broadcast, written through the destination's layout (input
+/// 0) in place, element by element (16-byte words where both rows allow).
+fn assign(spec: &Assign, launch: Launch<'_>) -> Result<()> {
+    let (dst, src) = (&launch.inputs[0], &launch.inputs[1]);
+    Assign::check_layouts(dst, src)?;
+    let itemsize = width("assign", spec.dtype)?;
+    let operands = [Operand::broadcast("assign", src, dst.shape())?, Operand::broadcast("assign", dst, dst.shape())?];
+    let ix = Indexer::new("assign", dst.shape(), &operands)?;
+    copy_elements("assign", dst.device(), &ix, storage_ptr(src), storage_ptr(dst), dst.numel(), itemsize)
+}
+
+/// Registers `copy` and `assign` on every dtype with a per-element width.
 pub fn register_all(table: &mut LaunchTable) {
     register(table, "copy", &crate::ops::spec::sized(), run);
+    register(table, "assign", &crate::ops::spec::sized(), assign);
 }

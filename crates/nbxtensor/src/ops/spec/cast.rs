@@ -16,12 +16,20 @@
 //!
 //! `copy` gathers any layout into a contiguous tensor of the same dtype (what `contiguous()`
 //! launches when a layout is not contiguous, so a program records it).
+//!
+//! `assign` writes its second input, broadcast to the first's shape, into the first in place
+//! (any layout: a view of a larger tensor, negative strides, … — what `t[key] = value` runs).
+//! It has no output; it updates input 0 (declared in [`Cost::updates`]). The two share one
+//! dtype (the caller casts); the destination must be writable and its elements distinct
+//! (no stride 0 over an extent above 1), and the source must not share its memory (the caller
+//! copies such a source first, as numpy does for overlapping assignments).
 
 use super::{one_input, require_dtype, sized, AttrDoc, OpDef, Spec};
 use crate::dtype::convert::Fp8Format;
 use crate::dtype::DType;
 use crate::facts::Kind;
 use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
+use crate::tensor::Tensor;
 use std::sync::Arc;
 
 /// `cast` from one dtype to another.
@@ -111,6 +119,90 @@ impl Spec for Copy {
     }
 }
 
+/// `assign` of one dtype: the source, broadcast, written into the destination in place.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assign {
+    /// The dtype of both.
+    pub dtype: DType,
+}
+
+impl Assign {
+    /// The value's strides (of its shape `value`) broadcast to the destination's shape `dst`;
+    /// refused naming both shapes when they do not fit.
+    pub fn value_strides(dst: &[i64], value: &[i64], strides: &[i64]) -> Result<Vec<i64>> {
+        crate::shape::broadcast_strides(value, strides, dst).map_err(|e| {
+            KernelError::Invalid(format!("assign: the value {value:?} does not broadcast to the destination {dst:?}: {e}"))
+        })
+    }
+
+    /// What every backend checks of its operands before writing: a writable destination
+    /// whose elements are distinct (no stride 0 over an extent above 1), and a value that does
+    /// not share its memory.
+    pub fn check_layouts(dst: &Tensor, src: &Tensor) -> Result<()> {
+        if dst.is_read_only() {
+            return Err(KernelError::Invalid("assign: the destination is read-only".into()));
+        }
+        if dst.shape().iter().zip(dst.strides()).any(|(&extent, &stride)| extent > 1 && stride == 0) {
+            return Err(KernelError::Invalid(format!(
+                "assign: the destination (shape {:?}, strides {:?}) repeats elements (a broadcast view): it cannot be written",
+                dst.shape(),
+                dst.strides()
+            )));
+        }
+        if Arc::ptr_eq(dst.storage(), src.storage()) {
+            return Err(KernelError::Invalid(
+                "assign: the value shares the destination's memory (copy it first)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn operands<'a>(&self, inputs: &'a [TensorMeta]) -> Result<(&'a TensorMeta, &'a TensorMeta)> {
+        let [dst, src] = inputs else {
+            return Err(KernelError::Invalid(format!(
+                "assign: takes 2 inputs (destination, value), got {}",
+                inputs.len()
+            )));
+        };
+        if dst.dtype != self.dtype || src.dtype != self.dtype {
+            return Err(KernelError::Invalid(format!(
+                "assign: the destination and the value must share the op's dtype {}, got {} and {}",
+                self.dtype, dst.dtype, src.dtype
+            )));
+        }
+        Ok((dst, src))
+    }
+}
+
+impl Spec for Assign {
+    fn op(&self) -> &'static str {
+        "assign"
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn key(&self) -> String {
+        format!("assign:{}", self.dtype.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let (dst, src) = self.operands(inputs)?;
+        // the broadcast is checked on shapes alone (contiguous strides stand in for the layout)
+        let strides = crate::shape::contiguous_strides(&src.shape).map_err(|e| KernelError::Invalid(format!("assign: {e}")))?;
+        Assign::value_strides(&dst.shape, &src.shape, &strides)?;
+        let mut cost = Cost::simple(Vec::new(), src.bytes()?, 0)?;
+        cost.bytes_written = dst.bytes()?;
+        cost.updates = vec![0];
+        Ok(cost)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 fn bind_cast(_: &'static str, from: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only("cast", &["dtype"])?;
     Ok(Arc::new(Cast::new(from, attrs.dtype("cast", "dtype")?)?))
@@ -122,7 +214,13 @@ fn bind_copy(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spe
     Ok(Arc::new(Copy { dtype }))
 }
 
-/// The cast and copy entries in the catalogue.
+fn bind_assign(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    attrs.only("assign", &[])?;
+    require_dtype("assign", dtype, sized())?;
+    Ok(Arc::new(Assign { dtype }))
+}
+
+/// The cast, copy and assign entries in the catalogue.
 pub(super) fn define(ops: &mut Vec<OpDef>) {
     ops.push(OpDef {
         name: "cast",
@@ -143,5 +241,15 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         dtypes: |_| sized(),
         bind: bind_copy,
         follows_policy: true,
+    });
+    ops.push(OpDef {
+        name: "assign",
+        family: "cast",
+        summary: "value (broadcast) written into dst in place",
+        inputs: &["dst", "value"],
+        attrs: &[],
+        dtypes: |_| sized(),
+        bind: bind_assign,
+        follows_policy: false,
     });
 }
