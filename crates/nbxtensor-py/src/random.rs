@@ -32,15 +32,15 @@ fn float_dtype(dtype: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<DType> 
     dtype.filter(|d| !d.is_none()).map_or(Ok(DType::Float32), |d| dtype_arg(d, what))
 }
 
-/// Counts, against the host's limit, the values a draw of `n` elements makes before they are
-/// copied into the tensor's own (counted) block: `drawn_bytes` an element (half formats are
-/// drawn in float32 first), beside the `element_bytes` of the tensor. A draw that alone passes
-/// the limit is refused as the core refuses it (naming the bytes asked and whose limit: the
-/// one set or the host's memory); one that passes it with what is already held is refused by
-/// the host allocator's count. The charge ends when the values are dropped.
+/// Checks a draw of `n` elements against the host's limit and counts the values it makes
+/// before they are copied into the tensor's own (counted) block: `drawn_bytes` an element
+/// (half formats are drawn in float32 first). A tensor that alone passes the limit
+/// (`element_bytes` an element) is refused as the core refuses it (naming the bytes asked and
+/// whose limit: the one set or the host's memory); a draw that passes it with what is already
+/// held is refused by the host allocator's count. The charge ends when the values are dropped.
 fn charge_draw(n: usize, element_bytes: usize, drawn_bytes: usize) -> PyResult<HostCharge> {
     let bytes = |per: usize| (n as u64).saturating_mul(per as u64);
-    check_host_bytes(bytes(drawn_bytes + element_bytes), "a random draw").map_err(to_py)?;
+    check_host_bytes(bytes(element_bytes), "a random draw").map_err(to_py)?;
     host_allocator().charge(bytes(drawn_bytes)).map_err(to_py)
 }
 
