@@ -65,6 +65,8 @@ def test_codes_of_other_formats_round_trip():
     assert I.from_autotune_key("bf16") == "bfloat16"
     assert I.dlpack_type("bfloat16") == (4, 16, 1)
     assert I.dlpack_type("bool") == (6, 8, 1)
+    assert I.entry("bfloat16")["float"] == {"exponent_bits": 8, "mantissa_bits": 7, "max": 3.3895313892515355e38, "inf": True}
+    assert I.entry("float8_e4m3fn")["float"]["inf"] is False and I.entry("int8")["float"] is None
 
 
 def test_storage_dtypes():

@@ -78,6 +78,18 @@ fn entry<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, pyo3::types::P
     d.set_item("value", e.value)?;
     d.set_item("kind", e.kind.as_str())?;
     d.set_item("width", e.width)?;
+    let float = match &e.float {
+        Some(f) => {
+            let facts = pyo3::types::PyDict::new(py);
+            facts.set_item("exponent_bits", f.exponent_bits)?;
+            facts.set_item("mantissa_bits", f.mantissa_bits)?;
+            facts.set_item("max", f.max)?;
+            facts.set_item("inf", f.inf)?;
+            Some(facts)
+        }
+        None => None,
+    };
+    d.set_item("float", float)?;
     d.set_item("safetensors", e.safetensors.as_deref())?;
     d.set_item("dlpack", e.dlpack.map(|dl| (dl.code, dl.bits, 1u16)))?;
     d.set_item("launch_key", &e.launch_key)?;

@@ -70,7 +70,7 @@ fn real_or_complex(to: DType, v: f64) -> Elem {
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
-    matches!(op, "cast" | "copy") && sized().contains(&dtype)
+    matches!(op, "cast" | "copy" | "assign") && sized().contains(&dtype)
 }
 
 fn cast_attrs(to: DType) -> Attrs {
@@ -276,12 +276,107 @@ pub fn copy_every_layout(target: &Target) {
     coverage.assert_complete();
 }
 
+/// `assign` into views of every kind (the whole tensor, transposed, stepped, reversed, a
+/// 0-d element) of values of every kind (the view's shape, a broadcast row, a transposed
+/// value, a scalar), byte for byte against the same writes done element by element here;
+/// every byte the view does not reach keeps its value. A broadcast destination and a value
+/// sharing the destination's memory are refused by name.
+pub fn assign_every_layout(target: &Target) {
+    let mut coverage = Coverage::new(target, "cast", "assign").only("assign");
+    let mut draw = Draw::new(34);
+    for (op, dtype) in target.entries("cast") {
+        if op != "assign" {
+            continue;
+        }
+        let w = width(dtype);
+        let mut raw = |n: usize| -> Vec<u8> {
+            (0..n * w)
+                .enumerate()
+                .map(|(i, _)| if dtype == DType::Bool && i % w == 0 { draw.bits() as u8 & 1 } else { draw.bits() as u8 })
+                .collect()
+        };
+        let put = |bytes: &[u8], shape: &[i64]| Tensor::from_bytes(dtype, shape, bytes).unwrap().to(target.device).unwrap();
+        type View = fn(&Tensor) -> Tensor;
+        let views: [(&str, View); 5] = [
+            ("whole", |b| b.clone()),
+            ("transposed", |b| b.transpose(0, 1).unwrap()),
+            ("stepped", |b| b.slice(0, Some(1), None, 2).unwrap().slice(1, Some(0), None, 3).unwrap()),
+            ("reversed", |b| b.slice(1, None, None, -1).unwrap()),
+            ("one element", |b| b.select(0, 2).unwrap().select(0, 5).unwrap()),
+        ];
+        for (name, view_of) in views {
+            for value_kind in ["same shape", "broadcast row", "transposed", "scalar"] {
+                let start = raw(48);
+                let base = put(&start, &[6, 8]);
+                let view = view_of(&base);
+                let shape = view.shape().to_vec();
+                let (value, logical): (Tensor, Vec<u8>) = match value_kind {
+                    "same shape" => {
+                        let bytes = raw(cases::numel(&shape));
+                        (put(&bytes, &shape), bytes)
+                    }
+                    "broadcast row" if !shape.is_empty() => {
+                        let last = *shape.last().unwrap();
+                        let row = raw(last as usize);
+                        let tiled = (0..cases::numel(&shape)).flat_map(|i| row[(i % last as usize) * w..][..w].to_vec()).collect();
+                        (put(&row, &[last]), tiled)
+                    }
+                    "transposed" if shape.len() == 2 => {
+                        let bytes = raw(cases::numel(&shape));
+                        let flipped = put(&bytes, &[shape[1], shape[0]]).transpose(0, 1).unwrap();
+                        let logical = read_bytes(&flipped);
+                        (flipped, logical)
+                    }
+                    _ => {
+                        let one = raw(1);
+                        (put(&one, &[]), one.repeat(cases::numel(&shape)))
+                    }
+                };
+                let what = target.what(op, dtype, &format!("{name} view, {value_kind} value"));
+                let out = target.run(op, dtype, &Attrs::new(), &[&view, &value]).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(out.is_empty(), "{what}: assign has no output");
+                // the same writes, element by element: view index → base element
+                let mut want = start.clone();
+                let mut index = vec![0i64; shape.len()];
+                for i in 0..cases::numel(&shape) {
+                    let at = (view.offset() + index.iter().zip(view.strides()).map(|(i, s)| i * s).sum::<i64>()) as usize;
+                    want[at * w..][..w].copy_from_slice(&logical[i * w..][..w]);
+                    for d in (0..shape.len()).rev() {
+                        index[d] += 1;
+                        if index[d] < shape[d] {
+                            break;
+                        }
+                        index[d] = 0;
+                    }
+                }
+                assert_eq!(read_bytes(&base), want, "{what}: bytes differ");
+            }
+        }
+        let base = put(&raw(48), &[6, 8]);
+        let spread = base.select(0, 0).unwrap().unsqueeze(0).unwrap().expand(&[3, 8]).unwrap();
+        let value = put(&raw(24), &[3, 8]);
+        let what = target.what(op, dtype, "a broadcast destination");
+        assert_refused(&what, target.run(op, dtype, &Attrs::new(), &[&spread, &value]), &["assign", "repeats elements"]);
+        let what = target.what(op, dtype, "a value sharing the destination's memory");
+        let (rows, shifted) = (base.slice(0, Some(1), None, 1).unwrap(), base.slice(0, None, Some(5), 1).unwrap());
+        assert_refused(&what, target.run(op, dtype, &Attrs::new(), &[&rows, &shifted]), &["assign", "shares"]);
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
 /// Programs of casts (every input dtype to every output dtype the backend serves, from a
 /// transposed view) and of copies, captured and replayed: byte-equal to eager runs.
 pub fn cast_capture_replay(target: &Target) {
-    let mut coverage = Coverage::new(target, "cast", "capture/replay");
+    // assign updates its destination in place: a program holds such a destination as its
+    // state, not as an input (updates under capture are checked with kv_cache_write, in the
+    // decode family)
+    let mut coverage = Coverage::new(target, "cast", "capture/replay").only("cast").only("copy");
     let mut draw = Draw::new(33);
     for (op, from) in target.entries("cast") {
+        if op == "assign" {
+            continue;
+        }
         let outputs: Vec<DType> = if op == "copy" { vec![from] } else { sized() };
         for to in outputs {
             if op == "cast" && reference(from, to, cases::elems(&mut draw, from, 1, 0.0, 1.0)[0]).is_none() {

@@ -81,6 +81,7 @@ conformance! {
     cast::cast_every_pair,
     cast::cast_layouts_and_edges,
     cast::copy_every_layout,
+    cast::assign_every_layout,
     cast::cast_capture_replay,
     gather::embedding_values,
     gather::index_select_values,
