@@ -259,8 +259,15 @@ impl Tensor {
         self.inner.transpose(-2, -1).map(Tensor::wrap).map_err(to_py)
     }
 
-    /// A copy on a device (the Array API's name for `to`).
-    fn to_device(&self, device: &str) -> PyResult<Tensor> {
+    /// A copy on a device (the Array API's name for `to`). The copy is ordered on
+    /// nbxtensor's own stream; another `stream` is refused by name.
+    #[pyo3(signature = (device, /, *, stream = None))]
+    fn to_device(&self, device: &str, stream: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+        if stream.is_some_and(|s| !s.is_none()) {
+            return Err(PyValueError::new_err(
+                "to_device: only stream=None is served (the copy is ordered on nbxtensor's own stream)",
+            ));
+        }
         self.to(device)
     }
 

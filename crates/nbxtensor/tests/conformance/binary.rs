@@ -12,7 +12,8 @@
 //!
 //! Python's rules define remainder and floor_divide (`%` and `//`): the remainder takes the
 //! divisor's sign, a float divided by zero gives `a / b` and a NaN remainder, an integer one
-//! gives 0 for both; integers wrap, the most negative value `// -1` included.
+//! gives 0 for both; integers wrap, the most negative value `// -1` included. The Array API's
+//! special cases override Python's for floor_divide with one infinite operand: `a / b`.
 
 use crate::cases::{self, Draw, EDGE_SHAPES};
 use crate::harness::{assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target};
@@ -20,17 +21,14 @@ use crate::reference::{assert_elems, format, int_range, is_int, is_real, pow2, w
 use nbxtensor::kernel::Attrs;
 use nbxtensor::{DType, Tensor};
 
-/// Python's `a // b` on floats (numpy's `floor_divide`).
+/// Python's `a // b` on finite floats (numpy's `floor_divide`); with one operand infinite,
+/// the Array API's special cases: `a / b` (an infinity, or a zero signed as the quotient).
 fn floor_divide(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() || b == 0.0 {
+    if a.is_nan() || b.is_nan() || b == 0.0 || a.is_infinite() != b.is_infinite() {
         return a / b;
     }
     if a.is_infinite() {
         return f64::NAN;
-    }
-    if b.is_infinite() {
-        // a finite: 0 with the sign of a / b, or -1 where the signs differ
-        return if a != 0.0 && (a < 0.0) != (b < 0.0) { -1.0 } else { 0.0f64.copysign(a / b) };
     }
     if a != 0.0 && (a < 0.0) != (b < 0.0) && a.abs() < b.abs() {
         // a quotient in (-1, 0), which float64 may round to -0

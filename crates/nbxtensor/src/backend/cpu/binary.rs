@@ -34,6 +34,18 @@ fn minimum<R: Real>(p: R, q: R) -> R {
     }
 }
 
+/// The floored quotient as the Array API states it: numpy's `divmod` quotient for finite
+/// operands; with one operand infinite, `a / b` (an infinity, or a zero signed as the
+/// quotient), where `divmod`'s remainder arithmetic gives NaN or -1.
+#[inline(always)]
+fn floored<R: Real>(a: R, b: R) -> R {
+    if a.is_infinite() != b.is_infinite() && !a.is_nan() && !b.is_nan() {
+        a / b
+    } else {
+        divmod(a, b).0
+    }
+}
+
 /// numpy's `divmod` of floats (`npy_divmod`): the floored quotient and the remainder with the
 /// divisor's sign; a zero divisor gives `a / b` and NaN.
 #[inline(always)]
@@ -132,7 +144,7 @@ fn run_float<T: Stored + NextAfter>(spec: &Binary, launch: &Launch<'_>) -> Resul
         BinaryOp::Maximum => with!(maximum::<T::Compute>),
         BinaryOp::Minimum => with!(minimum::<T::Compute>),
         BinaryOp::Remainder => with!(|p, q| divmod::<T::Compute>(p, q).1),
-        BinaryOp::FloorDivide => with!(|p, q| divmod::<T::Compute>(p, q).0),
+        BinaryOp::FloorDivide => with!(|p, q| floored::<T::Compute>(p, q)),
         BinaryOp::Atan2 => with!(|p: T::Compute, q| p.atan2(q)),
         BinaryOp::Copysign => with!(|p: T::Compute, q| p.copysign(q)),
         BinaryOp::Hypot => with!(|p: T::Compute, q| p.hypot(q)),
@@ -347,6 +359,13 @@ mod tests {
         let x = Tensor::from_vec(vec![7.5f64, -7.5, 1.0], &[3]).unwrap();
         let y = Tensor::from_vec(vec![2.0f64, 2.0, 0.0], &[3]).unwrap();
         assert_eq!(binary("floor_divide", &x, &y).to_vec::<f64>().unwrap()[..2], [3.0, -4.0]);
+        // the standard's special cases: one infinite operand gives a / b
+        let x = Tensor::from_vec(vec![f64::INFINITY, f64::NEG_INFINITY, -1.0, 1.0, f64::INFINITY], &[5]).unwrap();
+        let y = Tensor::from_vec(vec![2.0, 2.0, f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY], &[5]).unwrap();
+        let q = binary("floor_divide", &x, &y).to_vec::<f64>().unwrap();
+        assert_eq!(q[..2], [f64::INFINITY, f64::NEG_INFINITY]);
+        assert!(q[2] == 0.0 && q[2].is_sign_negative() && q[3] == 0.0 && q[3].is_sign_negative(), "{q:?}");
+        assert!(q[4].is_nan());
         let r = binary("remainder", &x, &y).to_vec::<f64>().unwrap();
         assert_eq!(r[..2], [1.5, 0.5]);
         assert!(r[2].is_nan());

@@ -4,7 +4,8 @@
 //! - Arithmetic on the floats (float32, float16 and bfloat16 computed in float32; float64 in
 //!   float64) and the integers: add, sub, mul wrap on the integers (numpy); maximum and minimum
 //!   propagate NaN; remainder takes the sign of the divisor and floor_divide rounds toward
-//!   -∞ (Python's `%` and `//`); an integer divided by zero gives 0 for both (numpy); pow on
+//!   -∞ (Python's `%` and `//`; with one float operand infinite floor_divide is `a / b`, the
+//!   Array API's special cases); an integer divided by zero gives 0 for both (numpy); pow on
 //!   the integers wraps, and a negative exponent gives the truncation of `1 / x^-n` (0 but for
 //!   the bases 1 and -1).
 //! - On the floats only: div (true division), atan2, copysign, hypot, logaddexp and nextafter
@@ -116,7 +117,7 @@ const OPS: [(BinaryOp, &str, Takes, &str); 28] = [
     (BinaryOp::Maximum, "maximum", Takes::Numbers, "the larger of a and b; NaN when either is"),
     (BinaryOp::Minimum, "minimum", Takes::Numbers, "the smaller of a and b; NaN when either is"),
     (BinaryOp::Remainder, "remainder", Takes::Numbers, "a mod b with the sign of b (Python's %)"),
-    (BinaryOp::FloorDivide, "floor_divide", Takes::Numbers, "floor(a / b) (Python's //)"),
+    (BinaryOp::FloorDivide, "floor_divide", Takes::Numbers, "floor(a / b) (Python's //; a / b when one operand is infinite)"),
     (BinaryOp::Atan2, "atan2", Takes::Floats, "the angle of the point (b, a)"),
     (BinaryOp::Copysign, "copysign", Takes::Floats, "|a| with the sign of b"),
     (BinaryOp::Hypot, "hypot", Takes::Floats, "sqrt(a² + b²) without overflow"),

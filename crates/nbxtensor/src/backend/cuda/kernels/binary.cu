@@ -48,7 +48,10 @@ __device__ __forceinline__ float nbx_divmod(float a, float b, float* rem) {
     *rem = mod;
     return q;
 }
+// the Array API's floored quotient: divmod's for finite operands; with one operand infinite,
+// a / b (an infinity or a signed zero), where divmod's arithmetic gives NaN or -1
 __device__ __forceinline__ float nbx_floor_divide(float a, float b) {
+    if (isinf(a) != isinf(b) && !isnan(a) && !isnan(b)) return a / b;
     float r;
     return nbx_divmod(a, b, &r);
 }
