@@ -78,13 +78,36 @@ def test_integer_arrays_and_masks():
     assert np.array_equal(np.asarray(t[nbx.asarray(np.uint8([1, 0]))]), a[[1, 0]])
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        ([0, 2], [1, -1]),
+        (np.array([[0], [2]]), np.array([1, 3])),  # broadcast to (2, 2)
+        (1, [0, 3], slice(None)),  # an int beside an array counts as one
+        (slice(None), [0, 1], [2, 3]),  # adjacent after a slice: the gathered dims stay there
+        ([0, 1], slice(None), [2, 3]),  # separated by a slice: the gathered dims go first
+        ([1, 0], None, [3, 2], 0),
+        (Ellipsis, [0, 1], [1, 2]),
+        ([-1], [0], [1]),
+    ],
+)
+def test_several_integer_arrays_index_as_numpy(key):
+    a = np.arange(3 * 4 * 5, dtype=np.int32).reshape(3, 4, 5)
+    t = nbx.asarray(a)
+    want = a[key]
+    got = np.asarray(t[key])
+    assert got.shape == want.shape and np.array_equal(got, want), (key, got, want)
+
+
 def test_index_refusals_name_the_problem():
     t = nbx.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
     cases = [
         (lambda: t[[3]], IndexError, "out of range"),
         (lambda: t[[-4]], IndexError, "out of range"),
         (lambda: t[np.ones(4, bool)], IndexError, "does not match"),
-        (lambda: t[[0, 1], [0, 1]], IndexError, "more than one array"),
+        (lambda: t[[0, 3], [0, 1]], IndexError, "outside a dim of extent 3"),
+        (lambda: t[[0, 1], [0, 1, 2]], IndexError, "broadcast"),
+        (lambda: t[[0, 1], np.ones(4, bool)], IndexError, "mask beside other arrays"),
         (lambda: t[np.array([0.5])], IndexError, "integers or bools"),
         (lambda: t[True], IndexError, "Python bool"),
         (lambda: t[0, 0, 0], IndexError, "too many indices"),

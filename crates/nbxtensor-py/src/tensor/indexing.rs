@@ -7,6 +7,7 @@ use crate::errors::{guard, to_py};
 use crate::shape::int_of;
 use crate::tensor::Tensor;
 use nbxtensor::facts::Kind;
+use nbxtensor::ops::spec::reduce::ReduceOp;
 use nbxtensor::tensor::Tensor as CoreTensor;
 use nbxtensor::DType;
 use pyo3::exceptions::{PyIndexError, PyValueError};
@@ -122,10 +123,14 @@ pub fn index(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>) -> PyR
     if items.iter().filter(|i| matches!(i, Item::Ellipsis)).count() > 1 {
         return Err(PyIndexError::new_err("an index can only have a single ellipsis ('...')"));
     }
-    if items.iter().filter(|i| matches!(i, Item::Array(_))).count() > 1 {
-        return Err(PyIndexError::new_err(
-            "indexing by more than one array at once is not supported: index one axis at a time",
-        ));
+    let arrays = items.iter().filter(|i| matches!(i, Item::Array(_))).count();
+    if arrays > 1 {
+        if items.iter().any(|i| matches!(i, Item::Array(a) if a.dtype() == DType::Bool)) {
+            return Err(PyIndexError::new_err(
+                "a bool mask beside other arrays in one key is not supported: index by the mask alone",
+            ));
+        }
+        return by_arrays(py, tensor, items);
     }
     let mut view = tensor.clone();
     let mut dim = 0i64;
@@ -172,6 +177,95 @@ pub fn index(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>) -> PyR
     let at = at as usize;
     let order: Vec<i64> = (at..at + added).chain(0..at).chain(at + added..picked.ndim()).map(|d| d as i64).collect();
     picked.permute(&order).map_err(to_py)
+}
+
+/// `tensor[key]` for a key of several integer arrays (and ints, which count as arrays beside
+/// them, numpy's rule): the arrays broadcast together and pick one element of the dims they
+/// stand for per position, as numpy's advanced indexing does. The basic items make a view;
+/// the indexed dims move to the front and merge into one, the arrays' indices (negatives from
+/// the end, each checked against its dim's extent) combine into flat positions there, and one
+/// gather takes them; the gathered dims go where the first array stood when the arrays and
+/// ints are adjacent in the key, else first.
+fn by_arrays(py: Python<'_>, tensor: &CoreTensor, items: Vec<Item>) -> PyResult<CoreTensor> {
+    let consumed: usize = items.iter().map(Item::consumes).sum();
+    let positions: Vec<usize> =
+        items.iter().enumerate().filter(|(_, i)| matches!(i, Item::Int(_) | Item::Array(_))).map(|(p, _)| p).collect();
+    let adjacent = positions.last().zip(positions.first()).is_none_or(|(last, first)| last - first + 1 == positions.len());
+    // the basic items as a view, each advanced item as a whole dim, whose place is kept
+    let mut view = tensor.clone();
+    let (mut dim, mut dims, mut picks) = (0i64, Vec::new(), Vec::new());
+    for item in items {
+        match item {
+            Item::NewAxis => {
+                view = view.unsqueeze(dim).map_err(to_py)?;
+                dim += 1;
+            }
+            Item::Ellipsis => dim += (tensor.ndim() - consumed) as i64,
+            Item::Slice(start, stop, step) => {
+                view = view.slice(dim, start, stop, step).map_err(to_py)?;
+                dim += 1;
+            }
+            Item::Int(index) => {
+                let index = CoreTensor::from_vec(vec![index], &[]).map_err(to_py)?;
+                dims.push(dim as usize);
+                picks.push(index);
+                dim += 1;
+            }
+            Item::Array(a) => {
+                dims.push(dim as usize);
+                picks.push(a);
+                dim += 1;
+            }
+        }
+    }
+    let extents: Vec<i64> = dims.iter().map(|&d| view.shape()[d]).collect();
+    let run = move || -> nbxtensor::Result<CoreTensor> {
+        let device = view.device();
+        let mut flat: Option<CoreTensor> = None;
+        for (pick, &extent) in picks.iter().zip(&extents) {
+            let pick = pick.to(device)?.cast(DType::Int64)?;
+            let wrapped = pick.lt(0)?.if_else(&pick.add(extent)?, &pick)?;
+            let outside = wrapped.lt(0)?.logical_or(&wrapped.ge(extent)?)?;
+            if outside.numel() > 0 && outside.cast(DType::Uint8)?.reduce(ReduceOp::Max, None, false)?.to_bytes()?[0] != 0 {
+                return Err(nbxtensor::tensor::TensorError::Invalid(format!(
+                    "an index array holds an index outside a dim of extent {extent}"
+                ))
+                .into());
+            }
+            flat = Some(match flat {
+                None => wrapped,
+                Some(f) => f.mul(extent)?.add(&wrapped)?,
+            });
+        }
+        let flat = flat.expect("two arrays or more");
+        // the indexed dims first, merged into one
+        let rest: Vec<usize> = (0..view.ndim()).filter(|d| !dims.contains(d)).collect();
+        let order: Vec<i64> = dims.iter().chain(&rest).map(|&d| d as i64).collect();
+        let moved = view.permute(&order)?;
+        let mut merged_shape = vec![extents.iter().product::<i64>()];
+        merged_shape.extend(rest.iter().map(|&d| view.shape()[d]));
+        let merged = match moved.reshape(&merged_shape) {
+            Ok(v) => v,
+            Err(_) => moved.contiguous()?.reshape(&merged_shape)?,
+        };
+        let picked = merged.take(&flat, 0)?;
+        // numpy's place for the gathered dims: where the first array stood, when adjacent
+        let before = if adjacent { rest.iter().filter(|&&d| d < dims[0]).count() } else { 0 };
+        if before == 0 {
+            return Ok(picked);
+        }
+        let gathered = flat.ndim();
+        let order: Vec<i64> =
+            (gathered..gathered + before).chain(0..gathered).chain(gathered + before..picked.ndim()).map(|d| d as i64).collect();
+        Ok(picked.permute(&order)?)
+    };
+    let on_gpu = !nbxtensor::backend::of(tensor.device()).host_addressable();
+    let guarded = || guard(|| run().map_err(|e| PyIndexError::new_err(e.to_string())));
+    if on_gpu {
+        guarded()
+    } else {
+        py.detach(guarded)
+    }
 }
 
 /// The value of `t[key] = value` as a tensor: a tensor as it is, anything else (a Python or
