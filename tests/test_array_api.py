@@ -197,3 +197,9 @@ def test_the_inspection_object_says_what_is_served():
     assert info.default_dtypes()["real floating"] == xp.float64
     assert set(info.dtypes(kind="unsigned integer")) == {"uint8", "uint16", "uint32", "uint64"}
     assert info.capabilities()["boolean indexing"] is True
+
+
+def test_the_creation_functions_are_also_at_the_top_level():
+    for name in ("arange", "empty", "eye", "full", "linspace", "ones", "zeros", "zeros_like", "full_like"):
+        assert getattr(nbx, name) is getattr(xp, name)
+    assert nbx.zeros((2, 2), dtype="float32").tolist() == [[0.0, 0.0], [0.0, 0.0]]

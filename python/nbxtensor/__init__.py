@@ -11,6 +11,8 @@ from importlib.metadata import version as _version
 
 from . import backend, dtype, host, io, memory, ops, program, random, shape, tensor
 from .tensor import Tensor, asarray, from_dlpack
+from . import array_api
+from .array_api import arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from ._core import errors as _errors
 
 InternalError = _errors.InternalError
@@ -20,4 +22,9 @@ try:
 except _PackageNotFoundError as _missing:  # pragma: no cover - only in a broken install
     raise ImportError("nbxtensor is not installed: run `pip install .` from the repository") from _missing
 
-__all__ = ["__version__", "backend", "dtype", "host", "io", "memory", "ops", "program", "random", "shape", "tensor", "Tensor", "asarray", "from_dlpack", "InternalError"]
+__all__ = [
+    "__version__", "array_api", "backend", "dtype", "host", "io", "memory", "ops", "program", "random", "shape",
+    "tensor", "Tensor", "asarray", "from_dlpack", "InternalError",
+    # the creation functions of the Array API namespace, where numpy users look for them
+    "arange", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones", "ones_like", "zeros", "zeros_like",
+]
