@@ -1,5 +1,5 @@
 """Creation functions: every array is made by a kernel (a fill is a 0-d value broadcast and
-copied, a range is the ``arange`` kernel); host objects (lists, numpy arrays, scalars) are
+copied, a range is the ``iota`` kernel); host objects (lists, numpy arrays, scalars) are
 read by ``nbxtensor.tensor.asarray``."""
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def arange(
     dtype: Any = None,
     device: str | None = None,
 ) -> Tensor:
-    """``start, start + step, …`` up to ``stop`` (excluded), by the ``arange`` kernel; one
+    """``start, start + step, …`` up to ``stop`` (excluded), by the ``iota`` kernel; one
     argument is the stop. The dtype is ``dtype``, else int64 for ints, float64 otherwise."""
     if stop is None:
         start, stop = 0, start
@@ -129,7 +129,7 @@ def arange(
     ints = all(isinstance(v, int) for v in (start, stop, step))
     name = (DEFAULT_INT if ints else DEFAULT_FLOAT) if dtype is None else _dtypes.name_of(dtype, "arange")
     n = builtins.max(0, math.ceil((stop - start) / step))
-    return ops.arange(n, start=start, step=step, dtype=name, device=device)
+    return ops.iota(n, start=start, step=step, dtype=name, device=device)
 
 
 def linspace(
@@ -143,13 +143,13 @@ def linspace(
     endpoint: builtins.bool = True,
 ) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` (included unless
-    ``endpoint=False``), computed in float64 by the ``arange`` kernel and rounded once."""
+    ``endpoint=False``), computed in float64 by the ``iota`` kernel and rounded once."""
     name = DEFAULT_FLOAT if dtype is None else _dtypes.name_of(dtype, "linspace")
     if num < 0:
         raise ValueError(f"linspace: num must be ≥ 0, got {num}")
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0
-    out = ops.arange(num, start=float(start), step=float(step), dtype="float64", device=device)
+    out = ops.iota(num, start=float(start), step=float(step), dtype="float64", device=device)
     if endpoint and num > 1:
         out[num - 1] = float(stop)
     return out if name == "float64" else out.astype(name)
@@ -157,8 +157,8 @@ def linspace(
 
 def _grid(n_rows: int, n_cols: int, device: str | None) -> tuple[Tensor, Tensor]:
     """The row and column numbers of an ``n_rows × n_cols`` grid (int64, broadcastable)."""
-    rows = ops.arange(n_rows, start=0, step=1, dtype="int64", device=device).reshape(n_rows, 1)
-    cols = ops.arange(n_cols, start=0, step=1, dtype="int64", device=device).reshape(1, n_cols)
+    rows = ops.iota(n_rows, start=0, step=1, dtype="int64", device=device).reshape(n_rows, 1)
+    cols = ops.iota(n_cols, start=0, step=1, dtype="int64", device=device).reshape(1, n_cols)
     return rows, cols
 
 

@@ -40,7 +40,7 @@ def take_along_axis(x: Tensor, indices: Tensor, /, *, axis: int = -1) -> Tensor:
     picks = moveaxis(indices.broadcast_to(tuple(ks)), at, -1)
     count = math.prod(outer)
     wrapped = ops.where(ops.lt(picks, 0), ops.add(picks, n), picks).astype("int64", copy=False)
-    base = ops.arange(count, start=0, step=n, dtype="int64", device=x.device).reshape(*outer, 1)
+    base = ops.iota(count, start=0, step=n, dtype="int64", device=x.device).reshape(*outer, 1)
     flat = reshape(ops.add(wrapped, base), (-1,))
     out = ops.index_select(reshape(rows, (-1,)), flat, 0).reshape(*outer, k)
     return moveaxis(out, -1, at)

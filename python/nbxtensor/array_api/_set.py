@@ -50,8 +50,8 @@ def _runs(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 def _counts(starts: Tensor, n: int) -> tuple[Tensor, Tensor]:
     """The positions where runs start (int64) and each run's length."""
-    positions = ops.arange(n, start=0, step=1, dtype="int64", device=starts.device)[starts]
-    ends = concat([positions[1:], ops.arange(1, start=n, step=1, dtype="int64", device=starts.device)], axis=0)
+    positions = ops.iota(n, start=0, step=1, dtype="int64", device=starts.device)[starts]
+    ends = concat([positions[1:], ops.iota(1, start=n, step=1, dtype="int64", device=starts.device)], axis=0)
     return positions, ops.sub(ends, positions)
 
 

@@ -157,7 +157,7 @@ def nonzero(x: Tensor, /) -> tuple[Tensor, ...]:
     if x.ndim == 0:
         raise ValueError("nonzero: a 0-d tensor has no indices (the standard leaves it out)")
     n = math.prod(x.shape)
-    flat = ops.arange(n, start=0, step=1, dtype="int64", device=x.device)
+    flat = ops.iota(n, start=0, step=1, dtype="int64", device=x.device)
     picked = flat[reshape(ops.cast(x, "bool"), (-1,))]
     out = []
     stride = n

@@ -67,7 +67,7 @@ def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
     lead = x.shape[:-2]
     flat = reshape(x, (*lead, rows * cols))
     first = start_row * cols + start_col
-    index = ops.arange(n, start=first, step=cols + 1, dtype="int64", device=x.device)
+    index = ops.iota(n, start=first, step=cols + 1, dtype="int64", device=x.device)
     return ops.index_select(flat, index, len(lead))
 
 
