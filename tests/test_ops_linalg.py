@@ -108,7 +108,7 @@ def test_linear_with_empty_inputs_is_the_bias():
         (lambda: ops.linear(tensor(np.ones((2, 3)), "float32"), tensor(np.ones(3), "float32")), ["linear", "weight"]),
         (lambda: ops.linear(tensor(np.ones((2, 3)), "float32"), tensor(np.ones((4, 3)), "float32"), tensor(np.ones(3), "float32")), ["linear", "bias"]),
         (lambda: ops.call("matmul", [tensor(np.ones((2, 2)), "float32")] * 2, transpose_c=True), ["matmul", "transpose_c"]),
-        (lambda: ops.matmul(nbx.asarray(np.ones((2, 2), np.int32)), nbx.asarray(np.ones((2, 2), np.int32))), ["matmul", "int32"]),
+        (lambda: ops.matmul(nbx.asarray(np.ones((2, 2), np.bool_)), nbx.asarray(np.ones((2, 2), np.bool_))), ["matmul", "bool"]),
     ],
 )
 def test_bad_inputs_are_value_errors_naming_the_op(call, words):
@@ -116,6 +116,32 @@ def test_bad_inputs_are_value_errors_naming_the_op(call, words):
         call()
     for word in words:
         assert word in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])
+@pytest.mark.parametrize(("sa", "sb"), [((3, 7), (7, 5)), ((2, 4, 6), (6, 3)), ((6,), (6, 4)), ((2, 1, 3, 5), (4, 5, 2)), ((5,), (5,))])
+def test_integer_matmul_wraps_as_numpy(dtype, sa, sb):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(83)
+    a = rng.integers(info.min, info.max, size=sa, dtype=dtype, endpoint=True)
+    b = rng.integers(info.min, info.max, size=sb, dtype=dtype, endpoint=True)
+    got = ops.matmul(nbx.asarray(a), nbx.asarray(b))
+    want = np.matmul(a, b)  # numpy wraps in the dtype
+    assert got.dtype == dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize(("sa", "sb"), [((30, 70), (70, 50)), ((3, 8, 6), (3, 6, 9)), ((6,), (6, 4)), ((2, 1, 3, 5), (4, 5, 2))])
+def test_float64_matmul_keeps_float64_precision(sa, sb):
+    a, b = RNG.standard_normal(sa), RNG.standard_normal(sb)
+    got = ops.matmul(nbx.asarray(a), nbx.asarray(b))
+    assert got.dtype == "float64"
+    np.testing.assert_allclose(got.numpy(), np.matmul(a, b), rtol=1e-12, atol=1e-12)
+    if a.ndim > 1:
+        # operands stored transposed, read through the transpose attributes
+        at, bt = (nbx.asarray(np.ascontiguousarray(m.swapaxes(-1, -2))) for m in (a, b))
+        got = ops.matmul(at, bt, transpose_a=True, transpose_b=True)
+        np.testing.assert_allclose(got.numpy(), np.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
 def test_results_do_not_depend_on_the_thread_count():

@@ -150,3 +150,77 @@ def test_norm_refusals_name_the_operand():
         ops.rms_norm(x, tensor(np.ones(4), "float16"))
     with pytest.raises(ValueError, match=r"rms_norm: eps must be finite"):
         ops.rms_norm(x, tensor(np.ones(4), "float32"), eps=-1.0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("axes", AXES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_float_prod_rounds_the_float64_product_once(dtype, axes, keepdim):
+    x = rounded(random((3, 40, 5), seed=41, low=0.9, high=1.1), dtype)
+    got = ops.prod(tensor(x, dtype), axes=axes, keepdim=keepdim)
+    want = np.prod(x, axis=axes, keepdims=keepdim)
+    assert got.dtype == dtype and got.shape == np.shape(want)
+    close(values(got), want, dtype, ulps=2)
+
+
+@pytest.mark.parametrize("dtype", SIGNED + UNSIGNED + ["bool"])
+@pytest.mark.parametrize("axes", [None, 1, (0, 2)])
+def test_integer_and_bool_prod_wrap_in_64_bits(dtype, axes):
+    rng = np.random.default_rng(43)
+    if dtype == "bool":
+        x = rng.random((4, 6, 3)) < 0.9
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, size=(4, 6, 3), dtype=dtype, endpoint=True)
+    got = ops.prod(nb.asarray(x), axes=axes)
+    want = np.prod(x, axis=axes)  # numpy: int64 for signed and bool, uint64 for unsigned, wrapping
+    assert got.dtype == want.dtype.name
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+TRUTH_DTYPES = FLOATS + SIGNED + UNSIGNED + ["bool"]
+
+
+@pytest.mark.parametrize("dtype", TRUTH_DTYPES)
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("axes", AXES)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_all_and_any_read_truth(dtype, name, axes, keepdim):
+    rng = np.random.default_rng(47)
+    x = rng.integers(0, 3, size=(3, 8, 5)) * (rng.random((3, 8, 5)) < 0.7)  # zeros about 45%
+    if dtype in FLOATS:
+        x = x.astype(np.float64)
+        x[0, 0, 0] = np.nan  # NaN is true
+        t = tensor(x, dtype)
+    else:
+        x = x.astype(dtype)
+        t = nb.asarray(x)
+    got = getattr(ops, name)(t, axes=axes, keepdim=keepdim)
+    want = getattr(np, name)(x, axis=axes, keepdims=keepdim)
+    assert got.dtype == "bool" and got.shape == np.shape(want)
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_all_and_any_of_no_elements():
+    x = nb.asarray(np.zeros((0, 3), dtype=np.float32))
+    np.testing.assert_array_equal(ops.all(x, axes=0).numpy(), np.ones(3, dtype=bool))
+    np.testing.assert_array_equal(ops.any(x, axes=0).numpy(), np.zeros(3, dtype=bool))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + SIGNED + UNSIGNED)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_argmin_first_minimum(dtype, axis, keepdim):
+    rng = np.random.default_rng(53)
+    x = rng.integers(0, 5, size=(6, 7, 4))  # repeated values: the first minimum wins
+    t = tensor(x, dtype) if dtype in FLOATS else nb.asarray(x.astype(dtype))
+    got = ops.argmin(t, axis=axis, keepdim=keepdim)
+    assert got.dtype == "int64"
+    np.testing.assert_array_equal(got.numpy(), np.argmin(x, axis=axis, keepdims=keepdim))
+
+
+def test_argmin_points_at_the_first_nan_and_refuses_no_elements():
+    x = np.array([[3.0, np.nan, 1.0, np.nan], [2.0, 0.5, 0.5, 4.0]], dtype=np.float32)
+    np.testing.assert_array_equal(ops.argmin(nb.asarray(x), axis=1).numpy(), np.argmin(x, axis=1))
+    with pytest.raises(ValueError, match="argmin: the reduced axes"):
+        ops.argmin(nb.asarray(np.zeros((2, 0), dtype=np.float32)), axis=1)

@@ -1,7 +1,7 @@
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nbxtensor._typing import Array, Scalar
+from nbxtensor._typing import Array, DTypeLike, Scalar
 
 from .tensor import Tensor
 
@@ -12,5 +12,7 @@ def binary(op: str, a: Tensor | Scalar | Array, b: Tensor | Scalar | Array) -> T
 def unary(op: str, x: Tensor) -> Tensor: ...
 def where(cond: Tensor, a: Tensor | Scalar | Array, b: Tensor | Scalar | Array) -> Tensor: ...
 def reduce(op: str, x: Tensor, axes: Sequence[int] | None = None, keepdim: bool = False) -> Tensor: ...
+def scan(op: str, x: Tensor, axis: int, include_initial: bool = False) -> Tensor: ...
+def iota(n: int, start: int | float, step: int | float, dtype: DTypeLike, device: str | None = None) -> Tensor: ...
 
-__all__ = ["call", "call_one", "capability_table", "binary", "unary", "where", "reduce"]
+__all__ = ["call", "call_one", "capability_table", "binary", "unary", "where", "reduce", "scan", "iota"]

@@ -1,6 +1,7 @@
 """Reductions along axes, softmax and norms.
 
-Reductions call the core's typed op (mean reads integers as float32); softmax and the norms
+Reductions call the core's typed op (mean reads integers as float32, sum and prod read bool as
+int64); softmax and the norms
 name their op and pass only the attributes given, so every default is the op spec's.
 """
 
@@ -27,6 +28,22 @@ def sum(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:  # noqa:
     return _core.reduce("sum", x, _axes(axes), bool(keepdim))
 
 
+def prod(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:
+    """The product over ``axes``: floats multiply in float64 and round once; signed integers
+    and bool give int64, unsigned integers uint64 (wrapping); 1 over no elements."""
+    return _core.reduce("prod", x, _axes(axes), bool(keepdim))
+
+
+def all(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001 - the op's name
+    """Whether every element over ``axes`` is nonzero (NaN is), as bool; true over no elements."""
+    return _core.reduce("all", x, _axes(axes), bool(keepdim))
+
+
+def any(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:  # noqa: A001 - the op's name
+    """Whether any element over ``axes`` is nonzero (NaN is), as bool; false over no elements."""
+    return _core.reduce("any", x, _axes(axes), bool(keepdim))
+
+
 def mean(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:
     """The mean over ``axes`` (float64 accumulation); integers are read as float32."""
     return _core.reduce("mean", x, _axes(axes), bool(keepdim))
@@ -45,6 +62,31 @@ def min(x: Tensor, axes: Axes = None, keepdim: bool = False) -> Tensor:  # noqa:
 def argmax(x: Tensor, axis: int = -1, keepdim: bool = False) -> Tensor:
     """The int64 index of the first maximum along ``axis`` (a NaN counts as the maximum)."""
     return _core.reduce("argmax", x, [int(axis)], bool(keepdim))
+
+
+def argmin(x: Tensor, axis: int = -1, keepdim: bool = False) -> Tensor:
+    """The int64 index of the first minimum along ``axis`` (a NaN counts as the minimum)."""
+    return _core.reduce("argmin", x, [int(axis)], bool(keepdim))
+
+
+def _scan_axis(name: str, x: Tensor, axis: int | None) -> int:
+    if axis is not None:
+        return int(axis)
+    if x.ndim != 1:
+        raise ValueError(f"{name}: axis is required for a {x.ndim}-d input (None only for a 1-d one)")
+    return 0
+
+
+def cumulative_sum(x: Tensor, axis: int | None = None, include_initial: bool = False) -> Tensor:
+    """The running sum along ``axis`` (None: a 1-d input's only axis), the sum's dtype (floats keep
+    theirs, rounded once from float64; signed integers and bool give int64, unsigned uint64,
+    wrapping); ``include_initial`` starts with 0, one longer along ``axis`` (the Array API's)."""
+    return _core.scan("cumulative_sum", x, _scan_axis("cumulative_sum", x, axis), bool(include_initial))
+
+
+def cumulative_prod(x: Tensor, axis: int | None = None, include_initial: bool = False) -> Tensor:
+    """The running product along ``axis``, as ``cumulative_sum`` (``include_initial`` starts with 1)."""
+    return _core.scan("cumulative_prod", x, _scan_axis("cumulative_prod", x, axis), bool(include_initial))
 
 
 def _given(**attrs: Any) -> dict[str, Any]:
@@ -72,4 +114,4 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float | None = None) -> Tensor:
     return _core.call("rms_norm", [x, weight], _given(eps=None if eps is None else float(eps)))[0]
 
 
-__all__ = ["sum", "mean", "max", "min", "argmax", "softmax", "log_softmax", "layer_norm", "rms_norm"]
+__all__ = ["sum", "prod", "all", "any", "mean", "max", "min", "argmax", "argmin", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax", "layer_norm", "rms_norm"]

@@ -195,6 +195,57 @@ fn reduce(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axes: Option<Vec<i64>>
     computed(py, on_gpu, || x.reduce(which, axes.as_deref(), keepdim)).map(Tensor::wrap)
 }
 
+/// A running reduction by name (`cumulative_sum`, `cumulative_prod`) along `axis`, as the typed
+/// API reads its input (bool as int64).
+#[pyfunction]
+#[pyo3(signature = (op, x, axis, include_initial = false))]
+fn scan(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axis: i64, include_initial: bool) -> PyResult<Tensor> {
+    let on_gpu = !nbxtensor::backend::of(x.inner.device()).host_addressable();
+    let which = nbxtensor::ops::spec::scan::ScanOp::from_name(op)
+        .ok_or_else(|| PyValueError::new_err(format!("scan: '{op}' is not a running reduction")))?;
+    let x = &x.inner;
+    computed(py, on_gpu, || x.scan(which, axis, include_initial)).map(Tensor::wrap)
+}
+
+/// A start or step of `iota` from Python: an int (of 64 bits) or a float; a bool or anything
+/// else refused by name.
+fn iota_term(name: &str, value: &Bound<'_, PyAny>) -> PyResult<nbxtensor::ops::spec::create::Term> {
+    use nbxtensor::ops::spec::create::Term;
+    if value.is_instance_of::<PyBool>() {
+        return Err(PyValueError::new_err(format!("iota: {name} must be an int or a float, got a bool")));
+    }
+    if value.is_instance_of::<PyInt>() {
+        return value
+            .extract()
+            .map(Term::Int)
+            .map_err(|_| PyValueError::new_err(format!("iota: {name} does not fit 64 bits")));
+    }
+    value
+        .extract::<f64>()
+        .map(Term::Float)
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("iota: {name} must be an int or a float")))
+}
+
+/// The 1-d tensor `start + step * i` for `i` in `0..n`, of `dtype`, on `device` (the host when
+/// absent): floats computed in float64 and rounded once, integers wrapping in 64 bits.
+#[pyfunction]
+#[pyo3(signature = (n, start, step, dtype, device = None))]
+fn iota(
+    py: Python<'_>,
+    n: i64,
+    start: &Bound<'_, PyAny>,
+    step: &Bound<'_, PyAny>,
+    dtype: &Bound<'_, PyAny>,
+    device: Option<&str>,
+) -> PyResult<Tensor> {
+    let (start, step) = (iota_term("start", start)?, iota_term("step", step)?);
+    let dtype = crate::dtype::dtype_arg(dtype, "iota")?;
+    let device =
+        device.map_or(Ok(nbxtensor::memory::Device::CPU), |d| nbxtensor::memory::Device::parse(d).map_err(to_py))?;
+    let on_gpu = !nbxtensor::backend::of(device).host_addressable();
+    computed(py, on_gpu, || nbxtensor::Tensor::iota(n, start, step, dtype, device)).map(Tensor::wrap)
+}
+
 /// The CPU backend's launch table, printed (one line per op and its dtypes).
 #[pyfunction]
 fn capability_table() -> String {
@@ -210,5 +261,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unary, m)?)?;
     m.add_function(wrap_pyfunction!(where_, m)?)?;
     m.add_function(wrap_pyfunction!(reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(iota, m)?)?;
+    m.add_function(wrap_pyfunction!(scan, m)?)?;
     Ok(())
 }

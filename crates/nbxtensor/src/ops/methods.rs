@@ -20,18 +20,22 @@ use super::operand::{cast_to, promote, Operand, Scalar};
 use super::spec::attention::Sdpa;
 use super::spec::binary::{Binary, BinaryOp};
 use super::spec::cast::{Cast, Copy};
+use super::spec::create::{Iota, Term};
 use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::matmul::Product;
 use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
 use super::spec::reduce::{Reduce, ReduceOp};
 use super::spec::rows::{Norm, Rope, Softmax};
+use super::spec::scan::{Scan, ScanOp};
 use super::spec::select::{MaskedFill, Where};
+use super::spec::sort::{SearchSorted, Sort};
 use super::spec::unary::{Unary, UnaryOp};
-use super::{apply, run};
+use super::{apply, run, run_on};
 use crate::dtype::promotion::float_math_input;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
+use crate::memory::Device;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
 
@@ -245,6 +249,13 @@ binary_methods! {
 }
 
 impl Tensor {
+    /// The 1-d tensor `start + step · i` for `i` in `0..n`, of `dtype`, made on `device`:
+    /// floats computed in float64 and rounded once (numpy's arange), integers in 64-bit
+    /// wrapping arithmetic (their start and step must be integers).
+    pub fn iota(n: i64, start: impl Into<Term>, step: impl Into<Term>, dtype: DType, device: Device) -> Result<Tensor> {
+        Ok(one(run_on(device, Iota::new(dtype, n, start.into(), step.into())?, &[])?))
+    }
+
     /// The elements converted to `dtype` (see `ops::spec::cast`); a tensor of that dtype
     /// already is returned as it is.
     pub fn cast(&self, dtype: DType) -> Result<Tensor> {
@@ -279,10 +290,14 @@ impl Tensor {
         Ok(one(apply("masked_fill", &[self, mask], |dtype| MaskedFill::new(dtype, value))?))
     }
 
-    /// The reduction `op` over `axes` (`None`: every axis; argmax takes one); mean reads
-    /// integers as float32.
+    /// The reduction `op` over `axes` (`None`: every axis; argmax and argmin take one); mean
+    /// reads integers as float32, sum and prod read bool as int64 (numpy's).
     pub fn reduce(&self, op: ReduceOp, axes: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
-        let x = if op == ReduceOp::Mean { float_input("mean", self)? } else { self.clone() };
+        let x = match op {
+            ReduceOp::Mean => float_input("mean", self)?,
+            ReduceOp::Sum | ReduceOp::Prod if self.dtype() == DType::Bool => cast_to(self, DType::Int64)?,
+            _ => self.clone(),
+        };
         let axes = axes.map(<[i64]>::to_vec);
         Ok(one(apply(op.name(), &[&x], |dtype| Reduce::new(op, dtype, axes, keepdim))?))
     }
@@ -296,6 +311,22 @@ impl Tensor {
     /// The sum of every element.
     pub fn sum_all(&self) -> Result<Tensor> {
         self.reduce(ReduceOp::Sum, None, false)
+    }
+
+    /// The product over `axes` (negatives from the end): floats in float64, rounded once;
+    /// signed integers (and bool) to int64, unsigned to uint64 (wrapping).
+    pub fn prod(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Prod, Some(axes), keepdim)
+    }
+
+    /// Whether every element over `axes` is nonzero (bool; true over no elements).
+    pub fn all(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::All, Some(axes), keepdim)
+    }
+
+    /// Whether any element over `axes` is nonzero (bool; false over no elements).
+    pub fn any(&self, axes: &[i64], keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::Any, Some(axes), keepdim)
     }
 
     /// The mean over `axes` (float64 accumulation; integers read as float32).
@@ -321,6 +352,48 @@ impl Tensor {
     /// The int64 index of the first maximum along `axis` (a NaN counts as the maximum).
     pub fn argmax(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
         self.reduce(ReduceOp::ArgMax, Some(&[axis]), keepdim)
+    }
+
+    /// The int64 index of the first minimum along `axis` (a NaN counts as the minimum).
+    pub fn argmin(&self, axis: i64, keepdim: bool) -> Result<Tensor> {
+        self.reduce(ReduceOp::ArgMin, Some(&[axis]), keepdim)
+    }
+
+    /// The running reduction `op` along `axis` (bool read as int64, as the sum reads it); with
+    /// `include_initial` the output starts with the identity and is one longer along `axis`.
+    pub fn scan(&self, op: ScanOp, axis: i64, include_initial: bool) -> Result<Tensor> {
+        let x = if self.dtype() == DType::Bool { cast_to(self, DType::Int64)? } else { self.clone() };
+        Ok(one(apply(op.name(), &[&x], |dtype| Scan::new(op, dtype, axis, include_initial))?))
+    }
+
+    /// The running sum along `axis` (the sum's dtype: floats rounded once from float64,
+    /// integers and bool widened to 64 bits, wrapping); see [`Tensor::scan`].
+    pub fn cumulative_sum(&self, axis: i64, include_initial: bool) -> Result<Tensor> {
+        self.scan(ScanOp::Sum, axis, include_initial)
+    }
+
+    /// The running product along `axis` (as [`Tensor::cumulative_sum`]).
+    pub fn cumulative_prod(&self, axis: i64, include_initial: bool) -> Result<Tensor> {
+        self.scan(ScanOp::Prod, axis, include_initial)
+    }
+
+    /// The values sorted along `axis`, stable (equal values keep their order); NaN counts as
+    /// the largest (last ascending, first descending).
+    pub fn sort(&self, axis: i64, descending: bool) -> Result<Tensor> {
+        Ok(one(run(Sort::new(false, self.dtype(), axis, descending)?, &[self])?))
+    }
+
+    /// The int64 positions that sort the values along `axis` (as [`Tensor::sort`]).
+    pub fn argsort(&self, axis: i64, descending: bool) -> Result<Tensor> {
+        Ok(one(run(Sort::new(true, self.dtype(), axis, descending)?, &[self])?))
+    }
+
+    /// For each of `values` (any shape; promoted with this sorted 1-d tensor to one dtype), the
+    /// int64 count of elements before it: below it, or with `right` not above it (numpy's
+    /// `searchsorted` sides), NaN counting as the largest.
+    pub fn searchsorted(&self, values: &Tensor, right: bool) -> Result<Tensor> {
+        let operands = promote("searchsorted", &[self.into(), values.into()])?;
+        Ok(one(run(SearchSorted::new(operands[0].dtype(), right)?, &[&operands[0], &operands[1]])?))
     }
 
     /// `exp(x - max) / sum(exp(x - max))` along `axis` (integers read as float32).
@@ -352,7 +425,7 @@ impl Tensor {
     }
 
     /// numpy's matmul (batch dims broadcast, 1-d operands as vectors), both operands
-    /// promoted to one float dtype.
+    /// promoted to one dtype (float64 and the integers on the host: integers wrap).
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
         let operands = promote("matmul", &[self.into(), other.into()])?;
         Ok(one(apply("matmul", &[&operands[0], &operands[1]], |dtype| Product::matmul(dtype, false, false))?))

@@ -121,13 +121,16 @@ pub fn call(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, 
     }
 }
 
-/// `op` on `inputs` dispatched on the first input's dtype, whatever policy is in force.
+/// `op` on `inputs` dispatched on the first input's dtype, whatever policy is in force; an op
+/// of no inputs (`iota`) is dispatched on its `dtype` attribute, on the host.
 fn call_exact(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let device = device_of(op, inputs)?;
-    let dtype = inputs
-        .first()
-        .map(|t| t.dtype())
-        .ok_or_else(|| KernelError::Invalid(format!("{op}: takes at least one input")))?;
+    let dtype = match inputs.first() {
+        Some(t) => t.dtype(),
+        None => attrs
+            .dtype(op, "dtype")
+            .map_err(|_| KernelError::Invalid(format!("{op}: takes at least one input, or a dtype attribute")))?,
+    };
     let kernel = made_kernel(device, op, dtype, attrs)?;
     call_kernel(&kernel, inputs)
 }
@@ -136,6 +139,19 @@ fn call_exact(op: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Vec<Tensor>
 /// backend for the spec's op and dtype.
 pub fn run<S: Spec>(spec: S, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     let device = device_of(spec.op(), inputs)?;
+    run_on(device, spec, inputs)
+}
+
+/// Runs a bound spec on `device` (where its outputs are made): the path of an op of no inputs
+/// (`iota`); inputs on another device are refused naming the op.
+pub fn run_on<S: Spec>(device: Device, spec: S, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    if let Some(other) = inputs.iter().find(|t| t.device() != device) {
+        return Err(KernelError::Invalid(format!(
+            "{}: an input lives on {}, the op runs on {device}: move it there first",
+            spec.op(),
+            other.device()
+        )));
+    }
     let equal = |m: &Made| m.kernel.spec().is_some_and(|s| spec.same(s.as_any()));
     let kernel = match recent_kernel(device, equal) {
         Some(kernel) => kernel,
@@ -145,7 +161,7 @@ pub fn run<S: Spec>(spec: S, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelEr
             kernel
         }
     };
-    call_kernel(&kernel, inputs)
+    launch_on(device, &kernel, inputs)
 }
 
 /// The spec `build` makes for the dispatch dtype, run on `inputs` (the typed API's path): under
@@ -222,14 +238,19 @@ fn made_kernel(device: Device, op: &str, dtype: DType, attrs: &Attrs) -> Result<
 /// trace or a dry run is on): the path every op call takes, open to kernels of one's own. An
 /// input the backend cannot read in its layout ([`Kernel::unreadable`]) is copied first.
 pub fn call_kernel(kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
+    launch_on(inputs.first().map(|t| t.device()).unwrap_or(Device::CPU), kernel, inputs)
+}
+
+/// [`call_kernel`] with its outputs made on `device` (the inputs' device, or the one an op
+/// of no inputs was asked for).
+fn launch_on(device: Device, kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Result<Vec<Tensor>, KernelError> {
     if let Some(index) = kernel.unreadable(inputs) {
         // the backend cannot read this layout: a contiguous copy, launched (and traced) first
         let copied = call_exact("copy", &Attrs::new(), &[inputs[index]])?.remove(0);
         let mut readable = inputs.to_vec();
         readable[index] = &copied;
-        return call_kernel(kernel, &readable);
+        return launch_on(device, kernel, &readable);
     }
-    let device = inputs.first().map(|t| t.device()).unwrap_or(Device::CPU);
     let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let cost = kernel.declare(&metas)?;
     let recording = RECORDING.with(|r| r.borrow().is_some());

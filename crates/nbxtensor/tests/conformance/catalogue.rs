@@ -23,6 +23,9 @@ fn covered(family: &str, op: &str, dtype: DType) -> Result<bool, String> {
         "attention" => crate::attention::covers(op, dtype),
         "decode" => crate::decode::covers(op, dtype),
         "quant" => crate::quant::covers(op, dtype),
+        "create" => crate::create::covers(op, dtype),
+        "scan" => crate::scan::covers(op, dtype),
+        "sort" => crate::sort::covers(op, dtype),
         other => return Err(format!("spec family '{other}' has no module in the conformance suite")),
     })
 }

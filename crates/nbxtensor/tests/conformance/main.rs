@@ -22,6 +22,7 @@ mod binary;
 mod cases;
 mod cast;
 mod catalogue;
+mod create;
 mod decode;
 mod gather;
 mod harness;
@@ -30,7 +31,9 @@ mod quant;
 mod reduce;
 mod reference;
 mod rows;
+mod scan;
 mod select;
+mod sort;
 mod unary;
 
 /// One `#[test]` per case and backend: `cpu::<case>` and `cuda::<case>`.
@@ -114,6 +117,11 @@ conformance! {
     quant::pack_int4_values,
     quant::matmul_int4_values,
     quant::quant_capture_replay,
+    create::iota_values,
+    scan::scan_values,
+    scan::scan_capture_replay,
+    sort::sort_values,
+    sort::sort_capture_replay,
 }
 
 /// The suite's own references, checked against tabulated values.

@@ -10,13 +10,24 @@ use crate::cases::{self, Draw};
 use crate::harness::{
     assert_refused, assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target,
 };
-use crate::reference::{assert_elems, is_real, pow2, Elem, Tol};
+use crate::reference::{assert_elems, is_int, is_real, is_signed, pow2, wrap, Elem, Tol};
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
-    matches!(op, "matmul" | "linear") && is_real(dtype) && dtype != DType::Float8E4m3fn && dtype != DType::Float8E5m2
+    let float = is_real(dtype) && dtype != DType::Float8E4m3fn && dtype != DType::Float8E5m2;
+    (matches!(op, "matmul" | "linear") && float) || (op == "matmul" && is_int(dtype))
+}
+
+/// `n` inputs of `dtype`: floats in [-1, 1); integers small (|v| ≤ 3, or 0..=3 unsigned), so
+/// that every dot product is exact in float64 before it wraps to the dtype.
+fn values_of(draw: &mut Draw, dtype: DType, n: usize) -> Vec<Elem> {
+    if is_int(dtype) {
+        let low = if is_signed(dtype) { -3 } else { 0 };
+        return (0..n).map(|_| Elem::I(draw.int(low, 3))).collect();
+    }
+    cases::floats(draw, dtype, n, -1.0, 1.0)
 }
 
 /// The logical matrix (batch dims, rows, cols, elements) of an operand of `shape`, read
@@ -47,6 +58,7 @@ fn matrix(shape: &[i64], values: &[Elem], t: bool, left: bool) -> (Vec<i64>, usi
 /// shape, values and tolerances.
 #[allow(clippy::too_many_arguments)]
 fn reference(
+    dtype: DType,
     sa: &[i64],
     a: &[Elem],
     ta: bool,
@@ -74,8 +86,14 @@ fn reference(
                     dot += bias[j].f();
                     magnitude += bias[j].f().abs();
                 }
-                want.push(Elem::F(dot));
-                tols.push(Tol::with_abs(1.0, (k as f64 + 1.0) * pow2(-23) * magnitude));
+                if is_int(dtype) {
+                    // small integers: the float64 dot is exact, then wraps as the dtype does
+                    want.push(Elem::I(wrap(dtype, dot as i128)));
+                    tols.push(Tol::EXACT);
+                } else {
+                    want.push(Elem::F(dot));
+                    tols.push(Tol::with_abs(1.0, (k as f64 + 1.0) * pow2(-23) * magnitude));
+                }
             }
         }
     }
@@ -108,13 +126,13 @@ fn check_matmul(
 ) {
     let what = target.what("matmul", dtype, &format!("{case}: {:?}·{:?}, ta={ta}, tb={tb}", a.shape(), b.shape()));
     let out = target.run1("matmul", dtype, &transposes(ta, tb), &[a, b]);
-    let (shape, want, tols) = reference(a.shape(), la, ta, b.shape(), lb, tb, None);
+    let (shape, want, tols) = reference(dtype, a.shape(), la, ta, b.shape(), lb, tb, None);
     assert_eq!((out.dtype(), out.shape()), (dtype, &shape[..]), "{what}: output dtype and shape");
     assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
 }
 
 fn operand(target: &Target, draw: &mut Draw, dtype: DType, shape: &[i64]) -> (Tensor, Vec<Elem>) {
-    let v = cases::floats(draw, dtype, cases::numel(shape), -1.0, 1.0);
+    let v = values_of(draw, dtype, cases::numel(shape));
     (target.tensor(dtype, shape, &v), v)
 }
 
@@ -168,8 +186,16 @@ pub fn linear_values(target: &Target) {
                 let what = target.what(op, dtype, &format!("x {sx:?}, {out_features} outputs, bias {with_bias}"));
                 let inputs: Vec<&Tensor> = if with_bias { vec![&x, &w, &bias] } else { vec![&x, &w] };
                 let out = target.run1(op, dtype, &Attrs::new(), &inputs);
-                let (shape, want, tols) =
-                    reference(sx, &lx, false, &[out_features, in_features], &lw, true, with_bias.then_some(&lbias[..]));
+                let (shape, want, tols) = reference(
+                    dtype,
+                    sx,
+                    &lx,
+                    false,
+                    &[out_features, in_features],
+                    &lw,
+                    true,
+                    with_bias.then_some(&lbias[..]),
+                );
                 assert_eq!((out.dtype(), out.shape()), (dtype, &shape[..]), "{what}: output dtype and shape");
                 assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
             }
@@ -192,17 +218,15 @@ pub fn matmul_non_contiguous(target: &Target) {
             (Layout::Broadcast, Layout::Strided),
             (Layout::Contiguous, Layout::Broadcast),
         ] {
-            let (a, va) = target.view(dtype, &[12, 20], la_, &cases::floats(&mut draw, dtype, 240, -1.0, 1.0), poison);
+            let (a, va) = target.view(dtype, &[12, 20], la_, &values_of(&mut draw, dtype, 240), poison);
             if op == "matmul" {
-                let (b, vb) =
-                    target.view(dtype, &[20, 9], lb_, &cases::floats(&mut draw, dtype, 180, -1.0, 1.0), poison);
+                let (b, vb) = target.view(dtype, &[20, 9], lb_, &values_of(&mut draw, dtype, 180), poison);
                 check_matmul(target, dtype, &format!("{la_:?}·{lb_:?}"), &a, &va, &b, &vb, false, false);
             } else {
-                let (w, vw) =
-                    target.view(dtype, &[9, 20], lb_, &cases::floats(&mut draw, dtype, 180, -1.0, 1.0), poison);
+                let (w, vw) = target.view(dtype, &[9, 20], lb_, &values_of(&mut draw, dtype, 180), poison);
                 let what = target.what(op, dtype, &format!("{la_:?} x, {lb_:?} weight"));
                 let out = target.run1(op, dtype, &Attrs::new(), &[&a, &w]);
-                let (shape, want, tols) = reference(&[12, 20], &va, false, &[9, 20], &vw, true, None);
+                let (shape, want, tols) = reference(dtype, &[12, 20], &va, false, &[9, 20], &vw, true, None);
                 assert_eq!(out.shape(), &shape[..], "{what}: output shape");
                 assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
             }
@@ -263,7 +287,7 @@ pub fn matmul_edge_shapes(target: &Target) {
             let (bias, lbias) = operand(target, &mut draw, dtype, &[4]);
             let what = target.what(op, dtype, "k = 0 with bias");
             let out = target.run1(op, dtype, &Attrs::new(), &[&x, &w, &bias]);
-            let (_, want, tols) = reference(&[3, 0], &lx, false, &[4, 0], &lw, true, Some(&lbias));
+            let (_, want, tols) = reference(dtype, &[3, 0], &lx, false, &[4, 0], &lw, true, Some(&lbias));
             assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
             let (x, _) = operand(target, &mut draw, dtype, &[3, 5]);
             let (w, _) = operand(target, &mut draw, dtype, &[4, 5]);

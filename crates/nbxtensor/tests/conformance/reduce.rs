@@ -1,5 +1,8 @@
-//! The reduce family (`ops::spec::reduce`): sum, mean, max, min over axes (every axis when
-//! absent, negatives from the end, keepdim) and argmax along one axis.
+//! The reduce family (`ops::spec::reduce`): sum, prod, mean, max, min, all, any over axes
+//! (every axis when absent, negatives from the end, keepdim), argmax and argmin along one axis.
+//! prod: the float64 product of the elements in order (float inputs), rounded once, or the
+//! wrapping 64-bit product (integers); all and any: bool, an element true when nonzero (NaN
+//! too); argmin the first minimum, a NaN counting as the minimum.
 //!
 //! References: the float sums and means in float64 with compensated summation, the integer
 //! sums in i128 wrapped to int64 (signed inputs) or uint64 (unsigned), max and min propagating
@@ -19,10 +22,16 @@ use nbxtensor::{DType, Tensor};
 pub fn covers(op: &str, dtype: DType) -> bool {
     let number = is_real(dtype) || is_int(dtype);
     match op {
-        "sum" | "max" | "min" | "argmax" => number,
+        "sum" | "prod" | "max" | "min" | "argmax" | "argmin" => number,
         "mean" => is_real(dtype),
+        "all" | "any" => number || dtype == DType::Bool,
         _ => false,
     }
+}
+
+/// Whether `op` searches one axis for an index.
+fn one_axis(op: &str) -> bool {
+    matches!(op, "argmax" | "argmin")
 }
 
 /// The axes a reduction takes: `None` for every axis.
@@ -35,8 +44,8 @@ struct Axes {
 impl Axes {
     fn attrs(&self, op: &str) -> Attrs {
         let mut attrs = Attrs::new().with("keepdim", AttrValue::Bool(self.keepdim));
-        if op == "argmax" {
-            attrs = attrs.with("axis", AttrValue::Int(self.axes.as_ref().expect("argmax takes an axis")[0]));
+        if one_axis(op) {
+            attrs = attrs.with("axis", AttrValue::Int(self.axes.as_ref().expect("argmax and argmin take an axis")[0]));
         } else if let Some(axes) = &self.axes {
             attrs = attrs.with("axes", AttrValue::Ints(axes.clone()));
         }
@@ -111,6 +120,26 @@ fn reduce_one(op: &str, dtype: DType, xs: &[Elem]) -> (Elem, Tol) {
             (Elem::I(wrap(out, total)), Tol::EXACT)
         }
         "sum" => (Elem::F(fsum(floats())), Tol::with_abs(0.5, accumulation)),
+        "prod" if is_int(dtype) => {
+            let out = if is_signed(dtype) { DType::Int64 } else { DType::Uint64 };
+            let product = xs.iter().fold(1i128, |p, e| wrap(out, p.wrapping_mul(e.i())));
+            (Elem::I(product), Tol::EXACT)
+        }
+        "prod" => {
+            let product = floats().product::<f64>();
+            let error = 2.0 * n * pow2(-53) * product.abs();
+            (Elem::F(product), Tol::with_abs(0.5, if error.is_finite() { error } else { 0.0 }))
+        }
+        "all" | "any" => {
+            let truth = |e: &Elem| match *e {
+                Elem::F(x) => x != 0.0,
+                Elem::I(x) => x != 0,
+                Elem::B(b) => b,
+                _ => unreachable!("real numbers and bool"),
+            };
+            let value = if op == "all" { xs.iter().all(truth) } else { xs.iter().any(truth) };
+            (Elem::B(value), Tol::EXACT)
+        }
         "mean" => (Elem::F(fsum(floats()) / n), Tol::with_abs(0.5, accumulation / n)),
         "max" | "min" => {
             let larger = op == "max";
@@ -135,11 +164,13 @@ fn reduce_one(op: &str, dtype: DType, xs: &[Elem]) -> (Elem, Tol) {
             });
             (best.expect("a reduction over elements"), Tol::EXACT_VALUE)
         }
-        "argmax" => {
+        "argmax" | "argmin" => {
+            // argmin: the argmax of the negated values (a NaN still counting first)
+            let sign = if op == "argmax" { 1.0 } else { -1.0 };
             let key = |e: &Elem| match *e {
                 Elem::F(x) if x.is_nan() => (1, 0.0, 0),
-                Elem::F(x) => (0, x, 0),
-                Elem::I(x) => (0, 0.0, x),
+                Elem::F(x) => (0, sign * x, 0),
+                Elem::I(x) => (0, 0.0, sign as i128 * x),
                 _ => unreachable!("numbers"),
             };
             let mut best = 0usize;
@@ -159,9 +190,10 @@ fn reduce_one(op: &str, dtype: DType, xs: &[Elem]) -> (Elem, Tol) {
 /// The output dtype of `op` on `dtype`.
 fn output_dtype(op: &str, dtype: DType) -> DType {
     match op {
-        "argmax" => DType::Int64,
-        "sum" if is_int(dtype) && is_signed(dtype) => DType::Int64,
-        "sum" if is_int(dtype) => DType::Uint64,
+        "argmax" | "argmin" => DType::Int64,
+        "all" | "any" => DType::Bool,
+        "sum" | "prod" if is_int(dtype) && is_signed(dtype) => DType::Int64,
+        "sum" | "prod" if is_int(dtype) => DType::Uint64,
         _ => dtype,
     }
 }
@@ -177,9 +209,16 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, x: &Tensor, logica
         .map(|m| {
             let xs: Vec<Elem> = m.iter().map(|&i| logical[i]).collect();
             if xs.is_empty() {
-                // the sum of nothing is 0, its mean NaN
-                let zero = if is_int(dtype) { Elem::I(0) } else { Elem::F(0.0) };
-                return (if op == "mean" { Elem::F(f64::NAN) } else { zero }, Tol::EXACT_VALUE);
+                // the sum of nothing is 0, its product 1, its mean NaN; all true, any false
+                let identity = if op == "prod" { 1 } else { 0 };
+                let number = if is_int(dtype) { Elem::I(identity) } else { Elem::F(identity as f64) };
+                let value = match op {
+                    "mean" => Elem::F(f64::NAN),
+                    "all" => Elem::B(true),
+                    "any" => Elem::B(false),
+                    _ => number,
+                };
+                return (value, Tol::EXACT_VALUE);
             }
             reduce_one(op, dtype, &xs)
         })
@@ -189,7 +228,7 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, x: &Tensor, logica
 
 /// The axes each case of a 3-d input runs: one axis, two, all (absent), negatives.
 fn axes_cases(op: &str, keepdim: bool) -> Vec<Axes> {
-    let list: Vec<Option<Vec<i64>>> = if op == "argmax" {
+    let list: Vec<Option<Vec<i64>>> = if one_axis(op) {
         vec![Some(vec![0]), Some(vec![1]), Some(vec![2]), Some(vec![-1])]
     } else {
         vec![Some(vec![-1]), Some(vec![0]), Some(vec![1]), Some(vec![0, 2]), Some(vec![2, -3]), None]
@@ -228,7 +267,7 @@ pub fn reduce_axes_and_keepdim(target: &Target) {
         for axes in axes_cases(op, true) {
             check(target, op, dtype, "keepdim", &x, &values, &axes);
         }
-        if op != "argmax" {
+        if !one_axis(op) {
             check(target, op, dtype, "no axes", &x, &values, &Axes { axes: Some(vec![]), keepdim: false });
             let twice = Axes { axes: Some(vec![1, -2]), keepdim: false };
             assert_refused(
@@ -253,7 +292,10 @@ pub fn reduce_axes_and_keepdim(target: &Target) {
 pub fn reduce_special_values(target: &Target) {
     let mut coverage = Coverage::new(target, "reduce", "special values");
     for (op, dtype) in target.entries("reduce") {
-        let rows: Vec<Vec<Elem>> = if is_int(dtype) {
+        let rows: Vec<Vec<Elem>> = if dtype == DType::Bool {
+            let (t, f) = (Elem::B(true), Elem::B(false));
+            vec![vec![t, f, t], vec![f, f, f], vec![t, t, t], vec![f, t, f]]
+        } else if is_int(dtype) {
             let s = cases::specials(dtype);
             let mut rows: Vec<Vec<Elem>> = s.chunks(3).filter(|c| c.len() == 3).map(|c| c.to_vec()).collect();
             let (_, high) = crate::reference::int_range(dtype).unwrap();
@@ -305,7 +347,7 @@ pub fn reduce_edge_shapes(target: &Target) {
     let mut coverage = Coverage::new(target, "reduce", "edge shapes");
     let mut draw = Draw::new(53);
     for (op, dtype) in target.entries("reduce") {
-        let identity = matches!(op, "sum" | "mean");
+        let identity = matches!(op, "sum" | "prod" | "mean" | "all" | "any");
         // (shape, axes): an empty reduced axis, an empty kept axis, a unit axis
         let cases_: [(&[i64], Option<Vec<i64>>); 5] = [
             (&[3, 0], Some(vec![1])),
@@ -331,8 +373,8 @@ pub fn reduce_edge_shapes(target: &Target) {
                 check(target, op, dtype, &format!("shape {shape:?}"), &x, &values, &axes);
             }
         }
-        // 0-d: every axis (argmax takes none)
-        if op != "argmax" {
+        // 0-d: every axis (argmax and argmin take none)
+        if !one_axis(op) {
             let values = inputs(&mut draw, dtype, 1);
             let x = target.tensor(dtype, &[], &values);
             check(target, op, dtype, "0-d", &x, &values, &Axes { axes: None, keepdim: false });

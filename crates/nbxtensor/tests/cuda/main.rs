@@ -6,6 +6,7 @@
 mod attention;
 mod common;
 mod concurrency;
+mod create;
 mod decode;
 mod elementwise;
 mod fused_attention;
@@ -15,4 +16,5 @@ mod harness;
 mod program;
 mod quant;
 mod rows;
+mod scan;
 mod unary;

@@ -130,6 +130,82 @@ fn integer_reductions_are_exact() {
 }
 
 #[test]
+fn prod_argmin_all_and_any_match_the_cpu() {
+    let Some(device) = gpu("prod_argmin_all_and_any_match_the_cpu") else { return };
+    let mut draw = Draw::new(14);
+    let integers = [
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::Uint8,
+        DType::Uint16,
+        DType::Uint32,
+        DType::Uint64,
+    ];
+    for (op, one_axis) in [("prod", false), ("argmin", true), ("all", false), ("any", false)] {
+        for (shape, attrs) in reduction_cases(one_axis) {
+            let n = shape.iter().product::<i64>() as usize;
+            let what = |dtype: DType| format!("{op} {dtype} {shape:?} {attrs:?}");
+            for dtype in FLOATS {
+                let values: Vec<f64> = match op {
+                    // products near 1 stay in every dtype's range
+                    "prod" => draw.uniform(n, 0.999, 1.001),
+                    // zeros often enough that all and any meet both answers
+                    "all" | "any" => {
+                        draw.uniform(n, 0.0, 1.0).into_iter().map(|v| if v < 0.02 { 0.0 } else { v }).collect()
+                    }
+                    _ => draw.uniform(n, -2.0, 2.0),
+                };
+                let x = host(&values, &shape, dtype);
+                let (gpu, cpu, reference) = run_three(device, op, &attrs, &[x]);
+                if op == "prod" {
+                    assert_close(&format!("{} vs cpu", what(dtype)), &gpu, &cpu, tolerance(dtype));
+                    assert_close(&format!("{} vs float64", what(dtype)), &gpu, &reference, tolerance(dtype));
+                } else {
+                    assert_same(&format!("{} vs cpu", what(dtype)), &gpu, &cpu);
+                }
+            }
+            for dtype in integers {
+                let low = if dtype.name().starts_with('u') { 0.0 } else { -3.0 };
+                let values: Vec<f64> = draw.uniform(n, low, 3.0).into_iter().map(f64::floor).collect();
+                let x = host(&values, &shape, dtype);
+                // integer products wrap: compared as the CPU's wrapped 64-bit values
+                let on_gpu = call(op, &attrs, &[&x.to(device).unwrap()]).to(Device::CPU).unwrap();
+                let on_cpu = call(op, &attrs, &[&x]);
+                assert_eq!(on_gpu.dtype(), on_cpu.dtype(), "{}", what(dtype));
+                assert_eq!(on_gpu.to_bytes().unwrap(), on_cpu.to_bytes().unwrap(), "{}", what(dtype));
+            }
+            if op == "all" || op == "any" {
+                let bytes: Vec<u8> = draw.uniform(n, 0.0, 1.0).into_iter().map(|v| u8::from(v > 0.01)).collect();
+                let x = Tensor::from_vec(bytes, &shape).unwrap().view_dtype(DType::Bool).unwrap();
+                let on_gpu = call(op, &attrs, &[&x.to(device).unwrap()]).to(Device::CPU).unwrap();
+                assert_eq!(
+                    on_gpu.to_bytes().unwrap(),
+                    call(op, &attrs, &[&x]).to_bytes().unwrap(),
+                    "{}",
+                    what(DType::Bool)
+                );
+            }
+        }
+    }
+    // NaN: argmin points at the first, all and any read it as true
+    let mut v = draw.uniform(2 * 600, 1.0, 2.0);
+    v[250] = f64::NAN;
+    v[400] = f64::NAN;
+    v[600 + 599] = -5.0;
+    let g = host(&v, &[2, 600], DType::Float32).to(device).unwrap();
+    assert_eq!(values(&call("argmin", &axis(1), &[&g])), vec![250.0, 599.0]);
+    let truth = |op: &str, t: &Tensor| call(op, &axes(&[1]), &[t]).to(Device::CPU).unwrap().to_bytes().unwrap();
+    assert_eq!(truth("all", &g), vec![1, 1]);
+    let zeros = Tensor::zeros_on(device, DType::Float16, &[3, 5]).unwrap();
+    assert_eq!(truth("any", &zeros), vec![0, 0, 0]);
+    let empty = Tensor::zeros_on(device, DType::Int32, &[2, 0]).unwrap();
+    assert_eq!((truth("all", &empty), truth("any", &empty)), (vec![1, 1], vec![0, 0]));
+    assert_eq!(values(&call("prod", &axes(&[1]), &[&empty])), vec![1.0, 1.0]);
+}
+
+#[test]
 fn long_reductions_declare_their_partials() {
     use nbxtensor::backend::cuda::launches;
     use nbxtensor::kernel::TensorMeta;

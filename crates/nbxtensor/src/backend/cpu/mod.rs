@@ -9,6 +9,7 @@ pub mod buffers;
 mod cast;
 mod compare;
 mod copy;
+mod create;
 mod decode;
 mod exp;
 mod flags;
@@ -23,8 +24,10 @@ mod reduce;
 mod reduce_loop;
 mod rope;
 mod rows;
+mod scan;
 mod select;
 mod softmax;
+mod sort;
 mod unary;
 mod widen;
 
@@ -60,6 +63,9 @@ pub fn cpu() -> &'static CpuBackend {
         reduce::register(&mut table);
         softmax::register(&mut table);
         norm::register(&mut table);
+        create::register(&mut table);
+        scan::register(&mut table);
+        sort::register(&mut table);
         CpuBackend { table }
     })
 }

@@ -191,6 +191,11 @@ impl Args {
         self.word(u64::from(value.to_bits()))
     }
 
+    /// A 64-bit float.
+    pub fn f64(&mut self, value: f64) -> &mut Args {
+        self.word(value.to_bits())
+    }
+
     /// A plain-data struct passed by value (`#[repr(C)]`, no pointers to host memory).
     pub fn value<T: Copy>(&mut self, value: &T) -> &mut Args {
         let words = std::mem::size_of::<T>().div_ceil(8).max(1);

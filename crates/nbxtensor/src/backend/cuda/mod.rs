@@ -17,6 +17,7 @@ mod cast;
 mod compare;
 mod compile;
 mod copy;
+mod create;
 pub mod cudnn;
 mod decode;
 mod dims;
@@ -31,8 +32,10 @@ mod quant;
 mod random;
 mod reduce;
 mod rope;
+mod scan;
 mod select;
 mod softmax;
+mod sort;
 mod source;
 mod unary;
 
@@ -88,6 +91,9 @@ pub fn launches() -> &'static LaunchTable {
         attention::register_all(&mut table);
         decode::register_all(&mut table);
         quant::register_all(&mut table);
+        create::register_all(&mut table);
+        scan::register_all(&mut table);
+        sort::register_all(&mut table);
         table
     })
 }
@@ -116,6 +122,9 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &attention::SOURCE,
         &decode::SOURCE,
         &quant::SOURCE,
+        &create::SOURCE,
+        &scan::SOURCE,
+        &sort::SOURCE,
     ]
 }
 

@@ -1,8 +1,10 @@
-//! Reductions on the GPU (`kernels/reduce.cu`): sum, mean, max, min (attributes `axes`,
-//! `keepdim`) and argmax (`axis`, `keepdim`), with the CPU kernel's semantics
-//! (`backend/cpu/reduce.rs`): float sums in float64, NaN-propagating max and min, the first
-//! maximum for argmax, wrapping 64-bit integer sums. Served on float32, float16, bfloat16 and
-//! the eight integer dtypes (mean on the floats only). Any input layout: the kept and the
+//! Reductions on the GPU (`kernels/reduce.cu`): sum, prod, mean, max, min, all, any
+//! (attributes `axes`, `keepdim`), argmax and argmin (`axis`, `keepdim`), with the CPU
+//! kernel's semantics (`backend/cpu/reduce.rs`): float sums and products in float64,
+//! NaN-propagating max and min, the first maximum or minimum for argmax and argmin, wrapping
+//! 64-bit integer sums and products, truth (nonzero) for all and any. Served on float32,
+//! float16, bfloat16 and the eight integer dtypes (mean on the floats only; all and any on
+//! bool too). Any input layout: the kept and the
 //! reduced dims are passed as two strided layouts.
 //!
 //! A few outputs of many elements each are reduced in two passes: blocks fold pieces of
@@ -113,10 +115,10 @@ fn run(spec: &Reduce, launch: Launch<'_>) -> Result<()> {
     f.launch([blocks, 1, 1], [ROW_THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers sum, max, min and argmax on the floats but float64 and the integers, mean on the
-/// floats but float64.
+/// Registers sum, prod, max, min, argmax and argmin on the floats but float64 and the
+/// integers, mean on the floats but float64, all and any on those and bool.
 pub fn register_all(table: &mut LaunchTable) {
-    for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax] {
-        register_with_workspace(table, op.name(), &served(&op.dtypes()), run, workspace);
+    for op in ReduceOp::every() {
+        register_with_workspace(table, op.name(), &served(op.dtypes()), run, workspace);
     }
 }

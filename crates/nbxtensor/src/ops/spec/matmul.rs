@@ -1,4 +1,6 @@
-//! Matrix products on float32, float16 and bfloat16 (float32 accumulation):
+//! Matrix products on float32, float16 and bfloat16 (float32 accumulation); `matmul` also on
+//! float64 and the integers (computed in the dtype, integers wrapping), where a backend
+//! serves them (the CPU's; the GPU's launch table has no entry for them, a named error):
 //!
 //! - `matmul(a, b)`, attributes `transpose_a`, `transpose_b` (bools, default false): numpy's
 //!   matmul — 2-d products, batch dims broadcast, a 1-d left operand is a row vector and a
@@ -11,7 +13,7 @@
 //! declares no workspace; a backend that needs one (widened half operands on the CPU,
 //! cuBLASLt's on CUDA) declares it through its workspace hook.
 
-use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS};
+use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS, NUMBERS};
 use crate::dtype::DType;
 use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
 use crate::shape;
@@ -73,9 +75,9 @@ fn factor(shape: &[i64], left: bool, transposed: bool) -> (i64, i64, &[i64], boo
 }
 
 impl Product {
-    /// `matmul` of `dtype`.
+    /// `matmul` of `dtype` (a float or an integer dtype).
     pub fn matmul(dtype: DType, transpose_a: bool, transpose_b: bool) -> Result<Product> {
-        require_dtype("matmul", dtype, &FLOATS)?;
+        require_dtype("matmul", dtype, &NUMBERS)?;
         Ok(Product { op: "matmul", dtype, transpose_a, transpose_b, linear: false })
     }
 
@@ -214,7 +216,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "numpy's matmul (batch dims broadcast)",
         inputs: &["a", "b"],
         attrs: TRANSPOSES,
-        dtypes: |_| &FLOATS,
+        dtypes: |_| &NUMBERS,
         bind: bind_matmul,
         follows_policy: true,
     });

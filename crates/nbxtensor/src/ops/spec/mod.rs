@@ -17,7 +17,10 @@
 //! | [`select`] | where, masked_fill |
 //! | [`cast`] | cast, copy |
 //! | [`gather`] | embedding, index_select, concat |
-//! | [`reduce`] | sum, mean, max, min, argmax |
+//! | [`reduce`] | sum, prod, mean, max, min, argmax, argmin, all, any |
+//! | [`create`] | iota |
+//! | [`scan`] | cumulative_sum, cumulative_prod |
+//! | [`sort`] | sort, argsort, searchsorted |
 //! | [`rows`] | softmax, log_softmax, layer_norm, rms_norm, rope |
 //! | [`matmul`] | matmul, linear |
 //! | [`attention`] | sdpa |
@@ -39,13 +42,16 @@ pub mod attention;
 pub mod binary;
 pub mod cast;
 mod checks;
+pub mod create;
 pub mod decode;
 pub mod gather;
 pub mod matmul;
 pub mod quant;
 pub mod reduce;
 pub mod rows;
+pub mod scan;
 pub mod select;
+pub mod sort;
 pub mod unary;
 
 pub use checks::{axis_of, broadcast_shape, one_input, same_dtype};
@@ -161,6 +167,9 @@ pub fn catalogue() -> &'static [OpDef] {
         cast::define(&mut ops);
         gather::define(&mut ops);
         reduce::define(&mut ops);
+        create::define(&mut ops);
+        scan::define(&mut ops);
+        sort::define(&mut ops);
         rows::define(&mut ops);
         matmul::define(&mut ops);
         attention::define(&mut ops);

@@ -1,12 +1,14 @@
-//! Reductions along axes: sum, mean, max, min (attributes `axes`, a list of ints with
-//! negatives from the end, absent for every axis; `keepdim`, default false) and argmax
-//! (attribute `axis`, one int, required; `keepdim`; int64 output, the first maximum, a NaN
-//! counting as the maximum as in numpy).
+//! Reductions along axes: sum, prod, mean, max, min, all, any (attributes `axes`, a list of
+//! ints with negatives from the end, absent for every axis; `keepdim`, default false), argmax
+//! and argmin (attribute `axis`, one int, required; `keepdim`; int64 output, the first maximum
+//! or minimum, a NaN counting as either, as in numpy).
 //!
-//! Floats (float32, float16, bfloat16, float64): sum and mean accumulate in float64, then round
-//! once to the dtype; max and min propagate NaN. Integers: sum wraps in int64 (signed inputs)
-//! or uint64 (unsigned), which is its output dtype, as numpy's; max, min and argmax compare
-//! exactly; mean takes the floats only. max, min and argmax of no elements are refused.
+//! Floats (float32, float16, bfloat16, float64): sum, prod and mean accumulate in float64, then
+//! round once to the dtype; max and min propagate NaN. Integers: sum and prod wrap in int64
+//! (signed inputs) or uint64 (unsigned), which is their output dtype, as numpy's; max, min,
+//! argmax and argmin compare exactly; mean takes the floats only. all and any take every real
+//! dtype and bool, read as truth (nonzero is true, NaN too) and give bool (of no elements:
+//! true and false). max, min, argmax and argmin of no elements are refused.
 
 use super::{one_input, require_dtype, AttrDoc, OpDef, Spec, REALS};
 use crate::dtype::DType;
@@ -19,6 +21,8 @@ use std::sync::Arc;
 pub enum ReduceOp {
     /// The sum.
     Sum,
+    /// The product.
+    Prod,
     /// The mean.
     Mean,
     /// The maximum.
@@ -27,14 +31,24 @@ pub enum ReduceOp {
     Min,
     /// The index of the first maximum.
     ArgMax,
+    /// The index of the first minimum.
+    ArgMin,
+    /// Whether every element is true (nonzero).
+    All,
+    /// Whether any element is true (nonzero).
+    Any,
 }
 
-const OPS: [(ReduceOp, &str, &str); 5] = [
+const OPS: [(ReduceOp, &str, &str); 9] = [
     (ReduceOp::Sum, "sum", "the sum over axes (floats in float64; integers wrap in 64 bits)"),
+    (ReduceOp::Prod, "prod", "the product over axes (floats in float64; integers wrap in 64 bits)"),
     (ReduceOp::Mean, "mean", "the mean over axes (float64 accumulation)"),
     (ReduceOp::Max, "max", "the maximum over axes; NaN when one is NaN"),
     (ReduceOp::Min, "min", "the minimum over axes; NaN when one is NaN"),
     (ReduceOp::ArgMax, "argmax", "the int64 index of the first maximum along axis"),
+    (ReduceOp::ArgMin, "argmin", "the int64 index of the first minimum along axis"),
+    (ReduceOp::All, "all", "whether every element over axes is nonzero (bool)"),
+    (ReduceOp::Any, "any", "whether any element over axes is nonzero (bool)"),
 ];
 
 impl ReduceOp {
@@ -43,17 +57,29 @@ impl ReduceOp {
         OPS.iter().find(|e| e.0 == self).map(|e| e.1).expect("every reduction has an entry")
     }
 
+    /// Every reduction, in the catalogue's order.
+    pub fn every() -> impl Iterator<Item = ReduceOp> {
+        OPS.iter().map(|e| e.0)
+    }
+
     /// The reduction of a name.
     pub fn from_name(name: &str) -> Option<ReduceOp> {
         OPS.iter().find(|e| e.1 == name).map(|e| e.0)
     }
 
-    /// The dtypes it takes: mean the floats, the others the floats and the integers.
+    /// The dtypes it takes: mean the floats, all and any every real dtype and bool, the
+    /// others the floats and the integers.
     pub fn dtypes(self) -> &'static [DType] {
         match self {
             ReduceOp::Mean => &REALS,
+            ReduceOp::All | ReduceOp::Any => &super::EVERYTHING,
             _ => &super::NUMBERS,
         }
+    }
+
+    /// Whether it searches one axis for an index (argmax, argmin).
+    pub fn takes_one_axis(self) -> bool {
+        matches!(self, ReduceOp::ArgMax | ReduceOp::ArgMin)
     }
 }
 
@@ -93,18 +119,18 @@ pub struct Reduce {
     pub op: ReduceOp,
     /// The input's dtype.
     pub dtype: DType,
-    /// The axes reduced (`None`: every axis; argmax: one).
+    /// The axes reduced (`None`: every axis; argmax and argmin: one).
     pub axes: Option<Vec<i64>>,
     /// Whether reduced dims stay, of extent 1.
     pub keepdim: bool,
 }
 
 impl Reduce {
-    /// `op` of `dtype` over `axes` (`None`: every axis; argmax takes exactly one).
+    /// `op` of `dtype` over `axes` (`None`: every axis; argmax and argmin take exactly one).
     pub fn new(op: ReduceOp, dtype: DType, axes: Option<Vec<i64>>, keepdim: bool) -> Result<Reduce> {
-        require_dtype(op.name(), dtype, &op.dtypes())?;
-        if op == ReduceOp::ArgMax && axes.as_ref().map(Vec::len) != Some(1) {
-            return Err(KernelError::Invalid("argmax: takes one axis".into()));
+        require_dtype(op.name(), dtype, op.dtypes())?;
+        if op.takes_one_axis() && axes.as_ref().map(Vec::len) != Some(1) {
+            return Err(KernelError::Invalid(format!("{}: takes one axis", op.name())));
         }
         Ok(Reduce { op, dtype, axes, keepdim })
     }
@@ -114,12 +140,14 @@ impl Reduce {
         normalize_axes(self.op.name(), self.axes.as_deref(), ndim)
     }
 
-    /// The output's dtype: int64 for argmax and signed sums, uint64 for unsigned sums.
+    /// The output's dtype: int64 for argmax, argmin and signed sums and products, uint64 for
+    /// unsigned ones, bool for all and any.
     pub fn output_dtype(&self) -> DType {
         match (self.op, self.dtype.kind()) {
-            (ReduceOp::ArgMax, _) => DType::Int64,
-            (ReduceOp::Sum, Kind::Int) => DType::Int64,
-            (ReduceOp::Sum, Kind::Uint) => DType::Uint64,
+            (ReduceOp::ArgMax | ReduceOp::ArgMin, _) => DType::Int64,
+            (ReduceOp::All | ReduceOp::Any, _) => DType::Bool,
+            (ReduceOp::Sum | ReduceOp::Prod, Kind::Int) => DType::Int64,
+            (ReduceOp::Sum | ReduceOp::Prod, Kind::Uint) => DType::Uint64,
             _ => self.dtype,
         }
     }
@@ -149,7 +177,8 @@ impl Spec for Reduce {
         let shape = reduced_shape(&input.shape, &reduced, self.keepdim);
         let out = TensorMeta::new(self.output_dtype(), &shape);
         let empty = input.shape.iter().zip(&reduced).any(|(&e, &r)| r && e == 0);
-        if empty && matches!(self.op, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax) && out.numel()? > 0 {
+        let no_identity = matches!(self.op, ReduceOp::Max | ReduceOp::Min | ReduceOp::ArgMax | ReduceOp::ArgMin);
+        if empty && no_identity && out.numel()? > 0 {
             return Err(KernelError::Invalid(format!(
                 "{name}: the reduced axes of shape {:?} hold no elements, and {name} has no identity",
                 input.shape
@@ -165,7 +194,7 @@ impl Spec for Reduce {
 
 fn bind(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     let op = ReduceOp::from_name(name).ok_or_else(|| KernelError::Invalid(format!("{name}: not a reduction")))?;
-    let axes = if op == ReduceOp::ArgMax {
+    let axes = if op.takes_one_axis() {
         attrs.only(name, &["axis", "keepdim"])?;
         Some(vec![attrs.int(name, "axis", None)?])
     } else {
@@ -195,7 +224,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
             family: "reduce",
             summary,
             inputs: &["x"],
-            attrs: if op == ReduceOp::ArgMax { AXIS } else { AXES },
+            attrs: if op.takes_one_axis() { AXIS } else { AXES },
             dtypes: |name| ReduceOp::from_name(name).map(ReduceOp::dtypes).unwrap_or_default(),
             bind,
             follows_policy: true,

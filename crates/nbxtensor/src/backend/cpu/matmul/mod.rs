@@ -1,4 +1,6 @@
-//! Matrix products on the float dtypes, computed in float32 through the `gemm` crate:
+//! Matrix products on the host: float32, float16 and bfloat16 computed in float32 through the
+//! `gemm` crate; `matmul` also on float64 (through `gemm`, in float64) and the integers (a row
+//! loop wrapping as the dtype's arithmetic, numpy's `matmul` of integers):
 //!
 //! - `matmul(a, b)`, attributes `transpose_a`, `transpose_b` (bools, default false): numpy's
 //!   matmul — 2-d products, batch dims broadcast, a 1-d left operand is a row vector and a
@@ -24,7 +26,7 @@
 
 mod product;
 
-pub use product::{batched, Dims, Operand};
+pub use product::{batched, Dims, Entry, Operand};
 
 use super::buffers::{read, write, Float};
 use super::widen::{floats, widen};
@@ -69,7 +71,7 @@ fn batch_strides(side: &Side, batch: &[i64]) -> Vec<isize> {
 }
 
 /// The operand gemm reads for `side` whose element (0, 0) is at `ptr`.
-fn operand(side: &Side, batch: &[i64], ptr: *const f32) -> Operand {
+fn operand<T>(side: &Side, batch: &[i64], ptr: *const T) -> Operand<T> {
     Operand {
         ptr,
         row_stride: side.row_stride as isize,
@@ -146,10 +148,36 @@ fn run<T: Float>(spec: &Product, launch: &mut Launch<'_>) -> Result<()> {
     Ok(())
 }
 
+/// `matmul` of float64 or an integer dtype: the product computed in the dtype itself, each
+/// operand read through its strides (no workspace, no bias: linear takes the floats only).
+fn run_exact<T: Entry + crate::tensor::Element>(spec: &Product, launch: &Launch<'_>) -> Result<()> {
+    let inputs = launch.inputs;
+    let metas: Vec<TensorMeta> = inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let plan = plan(spec, &metas)?;
+    let (a, b) = (&inputs[0], &inputs[1]);
+    if let Some(other) = [a, b].iter().find(|t| t.dtype() != T::DTYPE) {
+        return Err(KernelError::Invalid(format!(
+            "{}: a {} loop was given a {} operand",
+            spec.op,
+            T::DTYPE,
+            other.dtype()
+        )));
+    }
+    let batch: Vec<i64> = plan.dims.batch.iter().map(|&d| d as i64).collect();
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<T>(&launch.outputs[0])? };
+    let sa = side(a.shape(), a.strides(), true, spec.transpose_a);
+    let sb = side(b.shape(), b.strides(), false, spec.transpose_b);
+    let (oa, ob) = (operand(&sa, &batch, a.data_ptr().cast::<T>()), operand(&sb, &batch, b.data_ptr().cast::<T>()));
+    // SAFETY: the operands address the inputs' elements through their own layouts.
+    unsafe { batched(&plan.dims, &oa, &ob, out, false) };
+    Ok(())
+}
+
 /// The workspace of a product: float16 and bfloat16 operands and the output widened to
 /// float32, `4 · (numel(a) + numel(b) + numel(out))` bytes; none for float32.
 fn workspace(spec: &Product, inputs: &[TensorMeta]) -> Result<u64> {
-    if spec.dtype == DType::Float32 {
+    if !matches!(spec.dtype, DType::Float16 | DType::Bfloat16) {
         return Ok(0);
     }
     let shapes = spec.shapes(inputs)?;
@@ -162,15 +190,24 @@ fn launch(spec: &Product, mut launch: Launch<'_>) -> Result<()> {
         DType::Float32 => run::<f32>(spec, &mut launch),
         DType::Float16 => run::<f16>(spec, &mut launch),
         DType::Bfloat16 => run::<bf16>(spec, &mut launch),
+        DType::Float64 => run_exact::<f64>(spec, &launch),
+        DType::Int8 => run_exact::<i8>(spec, &launch),
+        DType::Int16 => run_exact::<i16>(spec, &launch),
+        DType::Int32 => run_exact::<i32>(spec, &launch),
+        DType::Int64 => run_exact::<i64>(spec, &launch),
+        DType::Uint8 => run_exact::<u8>(spec, &launch),
+        DType::Uint16 => run_exact::<u16>(spec, &launch),
+        DType::Uint32 => run_exact::<u32>(spec, &launch),
+        DType::Uint64 => run_exact::<u64>(spec, &launch),
         other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op))),
     }
 }
 
-/// Registers `matmul` and `linear` on float32, float16 and bfloat16.
+/// Registers `matmul` on the floats and the integers, `linear` on float32, float16 and
+/// bfloat16.
 pub fn register(table: &mut LaunchTable) {
-    for op in ["matmul", "linear"] {
-        table.register_with_workspace(op, &crate::ops::spec::FLOATS, launch, workspace);
-    }
+    table.register_with_workspace("matmul", &crate::ops::spec::NUMBERS, launch, workspace);
+    table.register_with_workspace("linear", &crate::ops::spec::FLOATS, launch, workspace);
 }
 
 #[cfg(test)]
@@ -178,6 +215,7 @@ mod tests {
     use crate::kernel::{AttrValue, Attrs};
     use crate::ops::call;
     use crate::tensor::Tensor;
+    use crate::DType;
     use half::bf16;
 
     fn values(n: usize, seed: u32) -> Vec<f32> {
@@ -251,6 +289,43 @@ mod tests {
                 assert_eq!(out[i * 3 + j], bf16::from_f32(s));
             }
         }
+    }
+
+    #[test]
+    fn float64_and_integer_products_compute_in_their_dtype() {
+        let (batch, m, n, k) = (2, 3, 4, 5);
+        let a: Vec<f64> = values(batch * m * k, 6).iter().map(|&v| f64::from(v) + 1e-9).collect();
+        let b: Vec<f64> = values(batch * k * n, 7).iter().map(|&v| f64::from(v)).collect();
+        let (ta, tb) =
+            (Tensor::from_vec(a.clone(), &[2, 3, 5]).unwrap(), Tensor::from_vec(b.clone(), &[2, 5, 4]).unwrap());
+        let out = ta.matmul(&tb).unwrap().to_vec::<f64>().unwrap();
+        for t in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    let s: f64 = (0..k).map(|p| a[t * m * k + i * k + p] * b[t * k * n + p * n + j]).sum();
+                    assert!(
+                        (out[t * m * n + i * n + j] - s).abs() <= 1e-12 * s.abs().max(1.0),
+                        "float64 keeps its precision"
+                    );
+                }
+            }
+        }
+        // int8 wraps as numpy's: 100·100 + 100·100 = 20000 ≡ 32 (mod 256)
+        let x = Tensor::from_vec(vec![100i8, 100, -3, 2], &[2, 2]).unwrap();
+        let y = Tensor::from_vec(vec![100i8, 1, 100, 1], &[2, 2]).unwrap();
+        let p = x.matmul(&y).unwrap();
+        assert_eq!((p.dtype(), p.to_vec::<i8>().unwrap()), (DType::Int8, vec![32, -56, -100, -1]));
+        // a transposed right operand, a vector on the left, unsigned
+        let u = Tensor::from_vec(vec![1u32, 2, 3, 4, 5, 6], &[2, 3]).unwrap();
+        let v = Tensor::from_vec(vec![1u32, 10], &[2]).unwrap();
+        assert_eq!(v.matmul(&u).unwrap().to_vec::<u32>().unwrap(), vec![41, 52, 63]);
+        let w = Tensor::from_vec(vec![1u32, 0, 2], &[3]).unwrap();
+        assert_eq!(u.matmul(&w).unwrap().to_vec::<u32>().unwrap(), vec![7, 16]);
+        let ut = u.transpose(0, 1).unwrap();
+        assert_eq!(ut.matmul(&v.reshape(&[2, 1]).unwrap()).unwrap().to_vec::<u32>().unwrap(), vec![41, 52, 63]);
+        let e = Tensor::from_vec(Vec::<i64>::new(), &[2, 0]).unwrap();
+        let f = Tensor::from_vec(Vec::<i64>::new(), &[0, 3]).unwrap();
+        assert_eq!(e.matmul(&f).unwrap().to_vec::<i64>().unwrap(), vec![0; 6]);
     }
 
     #[test]

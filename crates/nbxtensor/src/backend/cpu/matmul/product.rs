@@ -1,6 +1,7 @@
-//! The float32 matrix product under every matmul-like kernel: batches of `m × k` by
-//! `k × n` products through the `gemm` crate, each operand read through its own strides (no
-//! copy of transposed or narrowed inputs), batch dims broadcast with stride 0.
+//! The matrix product under every matmul-like kernel: batches of `m × k` by `k × n`
+//! products, float32 and float64 through the `gemm` crate, the integers by a row loop in
+//! wrapping arithmetic; each operand read through its own strides (no copy of transposed or
+//! narrowed inputs), batch dims broadcast with stride 0.
 
 use crate::settings::threads;
 use gemm::Parallelism;
@@ -14,9 +15,9 @@ const SMALL_PRODUCT: usize = 1 << 18;
 /// and one stride per batch dim of the product (0 where the operand is broadcast), all in
 /// elements.
 #[derive(Clone, Debug)]
-pub struct Operand {
+pub struct Operand<T = f32> {
     /// Element (0, 0) of the first matrix.
-    pub ptr: *const f32,
+    pub ptr: *const T,
     /// Elements between rows.
     pub row_stride: isize,
     /// Elements between columns.
@@ -27,8 +28,8 @@ pub struct Operand {
 
 // SAFETY: an operand is only read, by every task of one launch, while the launch holds its
 // inputs alive.
-unsafe impl Sync for Operand {}
-unsafe impl Send for Operand {}
+unsafe impl<T> Sync for Operand<T> {}
+unsafe impl<T> Send for Operand<T> {}
 
 /// The sizes of a batched product: `batch` dims, then `m × k` times `k × n`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +64,7 @@ fn batch_offset(mut index: usize, batch: &[usize], strides: &[isize]) -> isize {
 /// Folds the batch dims into the rows when the right operand is the same matrix for every
 /// batch and the left operand's rows run on with one stride across batches (x·W of a
 /// contiguous activation: one large product instead of many thin ones).
-fn fold(dims: &Dims, a: &Operand, b: &Operand) -> Option<(Dims, Operand, Operand)> {
+fn fold<T: Copy>(dims: &Dims, a: &Operand<T>, b: &Operand<T>) -> Option<(Dims, Operand<T>, Operand<T>)> {
     if dims.batch.is_empty() || b.batch_strides.iter().zip(&dims.batch).any(|(&s, &size)| s != 0 && size > 1) {
         return None;
     }
@@ -81,16 +82,44 @@ fn fold(dims: &Dims, a: &Operand, b: &Operand) -> Option<(Dims, Operand, Operand
 }
 
 /// One matrix of an operand: element (0, 0) and its row and column strides.
-#[derive(Clone, Copy)]
-struct Matrix {
-    ptr: *const f32,
-    row_stride: isize,
-    col_stride: isize,
+pub struct Matrix<T> {
+    /// Element (0, 0).
+    pub ptr: *const T,
+    /// Elements between rows.
+    pub row_stride: isize,
+    /// Elements between columns.
+    pub col_stride: isize,
 }
 
-impl Operand {
+impl<T> Clone for Matrix<T> {
+    fn clone(&self) -> Matrix<T> {
+        *self
+    }
+}
+
+impl<T> Copy for Matrix<T> {}
+
+// SAFETY: as the operand's: only read, while the launch holds its inputs alive.
+unsafe impl<T> Sync for Matrix<T> {}
+unsafe impl<T> Send for Matrix<T> {}
+
+impl<T> Matrix<T> {
+    /// Element `(i, j)`.
+    ///
+    /// # Safety
+    /// `(i, j)` must lie inside the matrix.
+    unsafe fn at(self, i: usize, j: usize) -> T
+    where
+        T: Copy,
+    {
+        // SAFETY: the caller keeps (i, j) inside the matrix.
+        unsafe { *self.ptr.offset(i as isize * self.row_stride + j as isize * self.col_stride) }
+    }
+}
+
+impl<T> Operand<T> {
     /// Matrix `index` (row-major over `batch`) of the operand.
-    fn matrix(&self, index: usize, batch: &[usize]) -> Matrix {
+    fn matrix(&self, index: usize, batch: &[usize]) -> Matrix<T> {
         Matrix {
             ptr: self.ptr.wrapping_offset(batch_offset(index, batch, &self.batch_strides)),
             row_stride: self.row_stride,
@@ -99,15 +128,84 @@ impl Operand {
     }
 }
 
-/// One `m × k` by `k × n` product into the row-major `dst` (`m·n` values); with `accumulate`
-/// the product is added to what `dst` holds (a bias), otherwise it replaces it.
+/// An element a product runs on: float32 and float64 through `gemm`, the integers through
+/// a row loop that wraps as the dtype's arithmetic does.
+pub trait Entry: Copy + Send + Sync + 'static {
+    /// One `m × k` by `k × n` product into the row-major `dst` (`m·n` values); with
+    /// `accumulate` the product is added to what `dst` holds (a bias), otherwise it replaces it.
+    ///
+    /// # Safety
+    /// `a` and `b` must address `m × k` and `k × n` readable matrices.
+    unsafe fn product(
+        dims: &Dims,
+        a: Matrix<Self>,
+        b: Matrix<Self>,
+        dst: &mut [Self],
+        accumulate: bool,
+        parallelism: Parallelism,
+    );
+}
+
+macro_rules! gemm_entry {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            unsafe fn product(dims: &Dims, a: Matrix<$t>, b: Matrix<$t>, dst: &mut [$t], accumulate: bool, parallelism: Parallelism) {
+                // SAFETY: as the caller guarantees.
+                unsafe { gemm_product(dims, a, b, dst, accumulate, parallelism, 0.0, 1.0) }
+            }
+        }
+    )*};
+}
+
+gemm_entry!(f32, f64);
+
+macro_rules! int_entry {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            unsafe fn product(dims: &Dims, a: Matrix<$t>, b: Matrix<$t>, dst: &mut [$t], accumulate: bool, parallelism: Parallelism) {
+                let row = |(i, out): (usize, &mut [$t])| {
+                    if !accumulate {
+                        out.fill(0);
+                    }
+                    for p in 0..dims.k {
+                        // SAFETY: i < m and p < k lie inside a; p < k and j < n inside b.
+                        let x = unsafe { a.at(i, p) };
+                        for (j, o) in out.iter_mut().enumerate() {
+                            // SAFETY: as above.
+                            let y = unsafe { b.at(p, j) };
+                            *o = o.wrapping_add(x.wrapping_mul(y));
+                        }
+                    }
+                };
+                match parallelism {
+                    Parallelism::None => dst.chunks_mut(dims.n).enumerate().for_each(row),
+                    _ => dst.par_chunks_mut(dims.n).enumerate().for_each(row),
+                }
+            }
+        }
+    )*};
+}
+
+int_entry!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// `gemm`'s product of one matrix (`zero` and `one` of the element type).
 ///
 /// # Safety
-/// `a` and `b` must address `m × k` and `k × n` readable float32 matrices.
-unsafe fn product(dims: &Dims, a: Matrix, b: Matrix, dst: &mut [f32], accumulate: bool, parallelism: Parallelism) {
+/// As [`Entry::product`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_product<T: Entry>(
+    dims: &Dims,
+    a: Matrix<T>,
+    b: Matrix<T>,
+    dst: &mut [T],
+    accumulate: bool,
+    parallelism: Parallelism,
+    zero: T,
+    one: T,
+) {
     if dims.k == 0 {
         if !accumulate {
-            dst.fill(0.0);
+            dst.fill(zero);
         }
         return;
     }
@@ -127,8 +225,8 @@ unsafe fn product(dims: &Dims, a: Matrix, b: Matrix, dst: &mut [f32], accumulate
             b.ptr,
             b.col_stride,
             b.row_stride,
-            1.0,
-            1.0,
+            one,
+            one,
             false,
             false,
             false,
@@ -144,7 +242,7 @@ unsafe fn product(dims: &Dims, a: Matrix, b: Matrix, dst: &mut [f32], accumulate
 ///
 /// # Safety
 /// Every matrix the operands address (over the batch, with their strides) must be readable.
-pub unsafe fn batched(dims: &Dims, a: &Operand, b: &Operand, dst: &mut [f32], accumulate: bool) {
+pub unsafe fn batched<T: Entry>(dims: &Dims, a: &Operand<T>, b: &Operand<T>, dst: &mut [T], accumulate: bool) {
     // an empty output first: its other extents may multiply past 64 bits
     if dims.m == 0 || dims.n == 0 || dims.batch.contains(&0) {
         return;
@@ -157,10 +255,10 @@ pub unsafe fn batched(dims: &Dims, a: &Operand, b: &Operand, dst: &mut [f32], ac
     if size == 0 || dims.count() == 0 {
         return;
     }
-    let one = |index: usize, out: &mut [f32], parallelism: Parallelism| {
+    let one = |index: usize, out: &mut [T], parallelism: Parallelism| {
         let (ma, mb) = (a.matrix(index, &dims.batch), b.matrix(index, &dims.batch));
         // SAFETY: the caller guarantees every matrix of the batch is readable.
-        unsafe { product(dims, ma, mb, out, accumulate, parallelism) }
+        unsafe { T::product(dims, ma, mb, out, accumulate, parallelism) }
     };
     let work = size.saturating_mul(dims.k.max(1));
     threads::install(|| {

@@ -1,7 +1,9 @@
-// Reductions along axes (backend/cpu/reduce.rs's semantics): sum, mean, max, min, argmax.
-// Floats: sum and mean accumulate in float64 and round once; max and min propagate NaN;
-// argmax is the first maximum, a NaN counting as the maximum. Integers: sum wraps in 64 bits
-// (int64 or uint64 out); max, min and argmax compare exactly.
+// Reductions along axes (backend/cpu/reduce.rs's semantics): sum, prod, mean, max, min,
+// argmax, argmin, all, any. Floats: sum, prod and mean accumulate in float64 and round once;
+// max and min propagate NaN; argmax (argmin) is the first maximum (minimum), a NaN counting as
+// either. Integers: sum and prod wrap in 64 bits (int64 or uint64 out); max, min, argmax and
+// argmin compare exactly. all and any read every dtype (bool too) as truth, nonzero being
+// true (NaN too), and write bool bytes.
 //
 // The input is addressed as [outputs, reduced]: `kept` maps an output index to the offset of
 // its first element (the input's own offset included), `red` maps a reduced index to the
@@ -41,6 +43,18 @@ struct FloatSum {
 };
 
 template <typename S>
+struct FloatProd {
+    typedef typename S::T In;
+    typedef typename S::T Out;
+    typedef double Acc;
+    static __device__ __forceinline__ Acc init() { return 1.0; }
+    static __device__ __forceinline__ Acc fold(Acc a, In x, i64) { return a * (double)S::load(x); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a * b; }
+    static __device__ __forceinline__ Acc down(Acc a, int delta) { return __shfl_down_sync(0xffffffffu, a, delta); }
+    static __device__ __forceinline__ Out finish(Acc a, i64) { return S::store((float)a); }
+};
+
+template <typename S>
 struct FloatMean : FloatSum<S> {
     typedef typename S::T Out;
     static __device__ __forceinline__ Out finish(double a, i64 count) { return S::store((float)(a / (double)count)); }
@@ -62,9 +76,9 @@ struct FloatExtreme {
     static __device__ __forceinline__ Out finish(Acc a, i64) { return S::store(a); }
 };
 
-// A value and its index: the larger wins, a NaN wins over any number, and of two equal
-// values (or two NaNs) the smaller index wins, so the partials combine to the first maximum
-// whatever their order.
+// A value and its index: the larger (MAX) or the smaller wins, a NaN wins over any number,
+// and of two equal values (or two NaNs) the smaller index wins, so the partials combine to the
+// first maximum (minimum) whatever their order.
 template <typename V>
 struct Best {
     V value;
@@ -74,26 +88,27 @@ struct Best {
 template <typename V>
 __device__ __forceinline__ bool is_nan_of(V v) { return v != v; }
 
-template <typename V>
+template <bool MAX, typename V>
 __device__ __forceinline__ Best<V> better_of(Best<V> a, Best<V> b) {
     bool an = is_nan_of(a.value), bn = is_nan_of(b.value);
     if (an != bn) return an ? a : b;
-    if (!an && a.value != b.value) return b.value > a.value ? b : a;
+    if (!an && a.value != b.value) return (MAX ? b.value > a.value : b.value < a.value) ? b : a;
     return b.index < a.index ? b : a;
 }
 
-template <typename S>
-struct FloatArgMax {
+template <typename S, bool MAX>
+struct FloatArg {
     typedef typename S::T In;
     typedef i64 Out;
     typedef Best<float> Acc;
-    static __device__ __forceinline__ Acc init() { return Acc{-NBX_INF, 0}; }
+    static __device__ __forceinline__ Acc init() { return Acc{MAX ? -NBX_INF : NBX_INF, 0}; }
     static __device__ __forceinline__ Acc fold(Acc a, In x, i64 index) {
         float v = S::load(x);
-        // the CPU's fold: a NaN held stays; a later element replaces only a smaller maximum
-        return (a.value != a.value || !(v != v || v > a.value)) ? a : Acc{v, index};
+        // the CPU's fold: a NaN held stays; a later element replaces only a worse extreme
+        bool better = MAX ? v > a.value : v < a.value;
+        return (a.value != a.value || !(v != v || better)) ? a : Acc{v, index};
     }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return better_of(a, b); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return better_of<MAX>(a, b); }
     static __device__ __forceinline__ Acc down(Acc a, int delta) {
         return Acc{__shfl_down_sync(0xffffffffu, a.value, delta), __shfl_down_sync(0xffffffffu, a.index, delta)};
     }
@@ -116,6 +131,20 @@ NBX_INT_TYPE(U8, unsigned char, unsigned long long, 0, 255)
 NBX_INT_TYPE(U16, unsigned short, unsigned long long, 0, 65535)
 NBX_INT_TYPE(U32, unsigned int, unsigned long long, 0, 4294967295ULL)
 NBX_INT_TYPE(U64, unsigned long long, unsigned long long, 0, 18446744073709551615ULL)
+
+// The wrapping product in 64 bits (as unsigned arithmetic: the low 64 bits of a product are
+// the same for signed and unsigned operands).
+template <typename I>
+struct IntProd {
+    typedef typename I::T In;
+    typedef typename I::W Out;
+    typedef unsigned long long Acc;
+    static __device__ __forceinline__ Acc init() { return 1ULL; }
+    static __device__ __forceinline__ Acc fold(Acc a, In x, i64) { return a * (Acc)(typename I::W)x; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return a * b; }
+    static __device__ __forceinline__ Acc down(Acc a, int delta) { return __shfl_down_sync(0xffffffffu, a, delta); }
+    static __device__ __forceinline__ Out finish(Acc a, i64) { return (Out)a; }
+};
 
 // The wrapping sum in 64 bits (as unsigned arithmetic, whose wrap is defined).
 template <typename I>
@@ -142,21 +171,49 @@ struct IntExtreme {
     static __device__ __forceinline__ Out finish(Acc a, i64) { return (Out)a; }
 };
 
-template <typename I>
-struct IntArgMax {
+template <typename I, bool MAX>
+struct IntArg {
     typedef typename I::T In;
     typedef i64 Out;
     typedef Best<typename I::W> Acc;
-    static __device__ __forceinline__ Acc init() { return Acc{I::lo(), 0}; }
+    static __device__ __forceinline__ Acc init() { return Acc{MAX ? I::lo() : I::hi(), 0}; }
     static __device__ __forceinline__ Acc fold(Acc a, In x, i64 index) {
         typename I::W v = (typename I::W)x;
-        return v > a.value ? Acc{v, index} : a;
+        return (MAX ? v > a.value : v < a.value) ? Acc{v, index} : a;
     }
-    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return better_of(a, b); }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return better_of<MAX>(a, b); }
     static __device__ __forceinline__ Acc down(Acc a, int delta) {
         return Acc{__shfl_down_sync(0xffffffffu, a.value, delta), __shfl_down_sync(0xffffffffu, a.index, delta)};
     }
     static __device__ __forceinline__ Out finish(Acc a, i64) { return a.index; }
+};
+
+// Truth of an element: a float (through its load: NaN is true), an integer or a bool byte.
+template <typename S>
+struct FloatTruth {
+    typedef typename S::T T;
+    static __device__ __forceinline__ int truthy(T x) { return S::load(x) != 0.0f; }
+};
+template <typename I>
+struct IntTruth {
+    typedef typename I::T T;
+    static __device__ __forceinline__ int truthy(T x) { return x != 0; }
+};
+struct BoolByte {
+    typedef unsigned char T;
+};
+
+// all (ALL) or any: 1 or 0, written as a bool byte.
+template <typename L, bool ALL>
+struct Truth {
+    typedef typename L::T In;
+    typedef unsigned char Out;
+    typedef int Acc;
+    static __device__ __forceinline__ Acc init() { return ALL ? 1 : 0; }
+    static __device__ __forceinline__ Acc combine(Acc a, Acc b) { return ALL ? (a & b) : (a | b); }
+    static __device__ __forceinline__ Acc fold(Acc a, In x, i64) { return combine(a, L::truthy(x)); }
+    static __device__ __forceinline__ Acc down(Acc a, int delta) { return __shfl_down_sync(0xffffffffu, a, delta); }
+    static __device__ __forceinline__ Out finish(Acc a, i64) { return (Out)a; }
 };
 
 // ---- the two loops
@@ -274,27 +331,43 @@ __device__ void reduce_finish(const unsigned char* partials, i64 outputs, i64 co
         reduce_finish<op##_##dt>(partials, outputs, count, splits, y);                                          \
     }
 
-#define NBX_REDUCE_FLOAT(dt, S)                 \
-    typedef FloatSum<S> sum_##dt;               \
-    typedef FloatMean<S> mean_##dt;             \
-    typedef FloatExtreme<S, true> max_##dt;     \
-    typedef FloatExtreme<S, false> min_##dt;    \
-    typedef FloatArgMax<S> argmax_##dt;         \
-    NBX_REDUCE(sum, dt)                         \
-    NBX_REDUCE(mean, dt)                        \
-    NBX_REDUCE(max, dt)                         \
-    NBX_REDUCE(min, dt)                         \
-    NBX_REDUCE(argmax, dt)
+#define NBX_REDUCE_FLOAT(dt, S)                     \
+    typedef FloatSum<S> sum_##dt;                   \
+    typedef FloatProd<S> prod_##dt;                 \
+    typedef FloatMean<S> mean_##dt;                 \
+    typedef FloatExtreme<S, true> max_##dt;         \
+    typedef FloatExtreme<S, false> min_##dt;        \
+    typedef FloatArg<S, true> argmax_##dt;          \
+    typedef FloatArg<S, false> argmin_##dt;         \
+    typedef Truth<FloatTruth<S>, true> all_##dt;    \
+    typedef Truth<FloatTruth<S>, false> any_##dt;   \
+    NBX_REDUCE(sum, dt)                             \
+    NBX_REDUCE(prod, dt)                            \
+    NBX_REDUCE(mean, dt)                            \
+    NBX_REDUCE(max, dt)                             \
+    NBX_REDUCE(min, dt)                             \
+    NBX_REDUCE(argmax, dt)                          \
+    NBX_REDUCE(argmin, dt)                          \
+    NBX_REDUCE(all, dt)                             \
+    NBX_REDUCE(any, dt)
 
-#define NBX_REDUCE_INT(dt, I)                   \
-    typedef IntSum<I> sum_##dt;                 \
-    typedef IntExtreme<I, true> max_##dt;       \
-    typedef IntExtreme<I, false> min_##dt;      \
-    typedef IntArgMax<I> argmax_##dt;           \
-    NBX_REDUCE(sum, dt)                         \
-    NBX_REDUCE(max, dt)                         \
-    NBX_REDUCE(min, dt)                         \
-    NBX_REDUCE(argmax, dt)
+#define NBX_REDUCE_INT(dt, I)                       \
+    typedef IntSum<I> sum_##dt;                     \
+    typedef IntProd<I> prod_##dt;                   \
+    typedef IntExtreme<I, true> max_##dt;           \
+    typedef IntExtreme<I, false> min_##dt;          \
+    typedef IntArg<I, true> argmax_##dt;            \
+    typedef IntArg<I, false> argmin_##dt;           \
+    typedef Truth<IntTruth<I>, true> all_##dt;      \
+    typedef Truth<IntTruth<I>, false> any_##dt;     \
+    NBX_REDUCE(sum, dt)                             \
+    NBX_REDUCE(prod, dt)                            \
+    NBX_REDUCE(max, dt)                             \
+    NBX_REDUCE(min, dt)                             \
+    NBX_REDUCE(argmax, dt)                          \
+    NBX_REDUCE(argmin, dt)                          \
+    NBX_REDUCE(all, dt)                             \
+    NBX_REDUCE(any, dt)
 
 NBX_REDUCE_FLOAT(fp32, F32)
 NBX_REDUCE_FLOAT(fp16, F16)
@@ -307,3 +380,7 @@ NBX_REDUCE_INT(u8, U8)
 NBX_REDUCE_INT(u16, U16)
 NBX_REDUCE_INT(u32, U32)
 NBX_REDUCE_INT(u64, U64)
+typedef Truth<IntTruth<BoolByte>, true> all_i1;
+typedef Truth<IntTruth<BoolByte>, false> any_i1;
+NBX_REDUCE(all, i1)
+NBX_REDUCE(any, i1)
