@@ -204,3 +204,13 @@ def test_the_creation_functions_are_also_at_the_top_level():
     for name in ("arange", "empty", "eye", "full", "linspace", "ones", "zeros", "zeros_like", "full_like"):
         assert getattr(nbx, name) is getattr(xp, name)
     assert nbx.zeros((2, 2), dtype="float32").tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_set_functions_take_bools_and_scans_give_the_dtype_asked():
+    b = xp.asarray(np.array([True, False, True]))
+    assert xp.unique_values(b).tolist() == [False, True]
+    assert xp.unique_counts(b).counts.tolist() == [1, 2]
+    u8 = xp.asarray(np.array([200, 100, 50], np.uint8))
+    out = xp.cumulative_sum(u8, dtype=xp.uint8, include_initial=True)
+    assert out.dtype == xp.uint8 and out.tolist() == [0, 200, 44, 94]  # wraps in uint8
+    assert xp.clip(xp.asarray(np.uint8(3)), max=xp.asarray(np.array([1, 5], np.uint8))).tolist() == [1, 3]

@@ -82,7 +82,7 @@ def _real_only(name: str, x: Tensor) -> None:
 
 def clip(x: Tensor, /, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - the standard's names
     """x clamped to ``[min, max]`` (each a number or an array broadcast against x, optional);
-    the result keeps x's dtype and shape."""
+    the result keeps x's dtype."""
     out = x
     if min is not None:
         out = ops.maximum(out, min)
@@ -90,5 +90,4 @@ def clip(x: Tensor, /, min: Any = None, max: Any = None) -> Tensor:  # noqa: A00
         out = ops.minimum(out, max)
     if out is x:
         return x.copy()
-    out = out.astype(x.dtype, copy=False)
-    return out if out.shape == x.shape else out.broadcast_to(x.shape).copy()
+    return out.astype(x.dtype, copy=False)

@@ -38,7 +38,8 @@ class UniqueInverseResult(NamedTuple):
 def _runs(x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The flattened ``x``'s stable sort order, its sorted values, and where runs start."""
     flat = reshape(x, (-1,))
-    order = ops.argsort(flat, 0, False)
+    # bools sort as their bytes (False before True)
+    order = ops.argsort(ops.cast(flat, "uint8") if flat.dtype == "bool" else flat, 0, False)
     ordered = ops.index_select(flat, order, 0)
     n = flat.shape[0]
     if n == 0:

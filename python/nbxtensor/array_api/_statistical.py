@@ -81,9 +81,8 @@ def cumulative_sum(
         if x.ndim != 1:
             raise ValueError(f"cumulative_sum: axis is required for a tensor of {x.ndim} dims")
         axis = 0
-    if dtype is not None:
-        x = x.astype(_dtypes.name_of(dtype, "cumulative_sum"), copy=False)
-    return ops.cumulative_sum(x, _axis(axis, x.ndim, "cumulative_sum"), include_initial)
+    out = ops.cumulative_sum(x, _axis(axis, x.ndim, "cumulative_sum"), include_initial)
+    return out if dtype is None else out.astype(_dtypes.name_of(dtype, "cumulative_sum"), copy=False)
 
 
 def cumulative_prod(
@@ -94,9 +93,8 @@ def cumulative_prod(
         if x.ndim != 1:
             raise ValueError(f"cumulative_prod: axis is required for a tensor of {x.ndim} dims")
         axis = 0
-    if dtype is not None:
-        x = x.astype(_dtypes.name_of(dtype, "cumulative_prod"), copy=False)
-    return ops.cumulative_prod(x, _axis(axis, x.ndim, "cumulative_prod"), include_initial)
+    out = ops.cumulative_prod(x, _axis(axis, x.ndim, "cumulative_prod"), include_initial)
+    return out if dtype is None else out.astype(_dtypes.name_of(dtype, "cumulative_prod"), copy=False)
 
 
 def all(x: Tensor, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
