@@ -51,7 +51,7 @@ fn groups(requests: &[BufferRequest], plan: &Plan) -> Vec<usize> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 8 } else { 512 }))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn plans_are_valid(requests in requests(), shift in 0u32..=8) {

@@ -126,7 +126,7 @@ fn reshape_of(count: i64, seeds: &[u32]) -> Vec<i64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 32 } else { 4000 }))]
+    #![proptest_config(ProptestConfig::with_cases(4000))]
 
     #[test]
     fn view_strides_is_the_brute_force_view(

@@ -159,7 +159,7 @@ fn apply(t: &Tensor, v: &View) -> Option<Tensor> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 16 } else { 1000 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     #[test]
     fn constructors_refuse_what_does_not_fit(shape in dims(), strides in dims(), offset in edgy(), pick in 0..DTYPES.len()) {

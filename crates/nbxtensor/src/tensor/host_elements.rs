@@ -111,9 +111,11 @@ mod tests {
     #[test]
     fn a_strided_or_broadcast_tensor_is_gathered_in_row_major_order() {
         let one = Tensor::from_vec(vec![7u16], &[1]).unwrap();
-        let wide = one.expand(&[1 << 16]).unwrap();
+        // Miri interprets each element's copy: a shorter broadcast takes the same path
+        let n = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
+        let wide = one.expand(&[n]).unwrap();
         let gathered = wide.host_elements::<u16>().unwrap();
-        assert!(gathered.is_gathered() && gathered.len() == 1 << 16 && gathered.iter().all(|&v| v == 7));
+        assert!(gathered.is_gathered() && gathered.len() == n as usize && gathered.iter().all(|&v| v == 7));
         assert!(one.host_elements::<f32>().unwrap_err().to_string().contains("read as float32"));
         let empty = one.narrow(0, 1, 0).unwrap();
         assert_eq!(empty.host_elements::<u16>().unwrap().len(), 0);
