@@ -360,9 +360,9 @@ mod tests {
         let y = Tensor::from_vec(vec![2.0f64, 2.0, 0.0], &[3]).unwrap();
         assert_eq!(binary("floor_divide", &x, &y).to_vec::<f64>().unwrap()[..2], [3.0, -4.0]);
         // the standard's special cases: one infinite operand gives a / b
-        let x = Tensor::from_vec(vec![f64::INFINITY, f64::NEG_INFINITY, -1.0, 1.0, f64::INFINITY], &[5]).unwrap();
-        let y = Tensor::from_vec(vec![2.0, 2.0, f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY], &[5]).unwrap();
-        let q = binary("floor_divide", &x, &y).to_vec::<f64>().unwrap();
+        let xi = Tensor::from_vec(vec![f64::INFINITY, f64::NEG_INFINITY, -1.0, 1.0, f64::INFINITY], &[5]).unwrap();
+        let yi = Tensor::from_vec(vec![2.0, 2.0, f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY], &[5]).unwrap();
+        let q = binary("floor_divide", &xi, &yi).to_vec::<f64>().unwrap();
         assert_eq!(q[..2], [f64::INFINITY, f64::NEG_INFINITY]);
         assert!(q[2] == 0.0 && q[2].is_sign_negative() && q[3] == 0.0 && q[3].is_sign_negative(), "{q:?}");
         assert!(q[4].is_nan());
