@@ -165,6 +165,11 @@ def test_binary_float_functions_match_numpy_with_broadcasting(op, dtype):
     x, y = np.meshgrid(s, s)
     with np.errstate(all="ignore"):
         want = BINARY_FLOAT[op](x, y)
+        if op == "floor_divide":
+            # the standard, where numpy's divmod arithmetic gives NaN or -1: one operand
+            # infinite (the other finite) gives x / y, an infinity or a zero signed as it
+            one_infinite = np.isinf(x) != np.isinf(y)
+            want = np.where(one_infinite & ~np.isnan(x) & ~np.isnan(y), x / y, want)
     got = values(getattr(ops, op)(nbx.asarray(x.copy()), nbx.asarray(y.copy())))
     defined = ~np.isfinite(want) | (want == 0) | exact
     np.testing.assert_array_equal(got[defined], want[defined])

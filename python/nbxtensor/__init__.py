@@ -12,7 +12,7 @@ from importlib.metadata import version as _version
 from . import backend, dtype, host, io, memory, ops, program, random, shape, tensor
 from .tensor import Tensor, asarray, from_dlpack
 from . import array_api
-from .array_api import arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
+from .array_api._creation import arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, zeros, zeros_like
 from ._core import errors as _errors
 
 InternalError = _errors.InternalError

@@ -6,7 +6,7 @@ import numpy.typing as npt
 
 from nbxtensor._typing import Array, DTypeLike, Scalar, ShapeLike, SupportsDLPack
 
-_Index: TypeAlias = int | slice | EllipsisType | None
+_Index: TypeAlias = int | slice | EllipsisType | None | Tensor
 _Operand: TypeAlias = Tensor | Scalar | Array
 _Axis: TypeAlias = int | Sequence[int] | None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from nbxtensor.dtype import itemsize as _table
@@ -51,7 +52,7 @@ class DType:
 DTYPES = {name: DType(name) for name in NAMES}
 
 # the standard's kinds, by the table's kind of each dtype
-_KINDS = {
+_KINDS: dict[str, Callable[[str], builtins.bool]] = {
     "bool": lambda kind: kind == "bool",
     "signed integer": lambda kind: kind == "int",
     "unsigned integer": lambda kind: kind == "uint",

@@ -19,7 +19,7 @@ def take(x: Tensor, indices: Tensor, /, *, axis: int | None = None) -> Tensor:
             raise ValueError(f"take: axis is required for a tensor of {x.ndim} dims")
         axis = 0
     at = _axis(axis, x.ndim, "take")
-    return x[(slice(None),) * at + (indices,)]
+    return x[(*([slice(None)] * at), indices)]
 
 
 def take_along_axis(x: Tensor, indices: Tensor, /, *, axis: int = -1) -> Tensor:

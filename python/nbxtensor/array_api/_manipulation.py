@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 import numpy as np
 
 from nbxtensor import ops
@@ -189,7 +190,8 @@ def repeat(x: Tensor, repeats: int | Tensor, /, *, axis: int | None = None) -> T
     if isinstance(repeats, int):
         counts = [repeats] * n
     else:
-        counts = [int(c) for c in (repeats.tolist() if repeats.ndim else [repeats.item()] * n)]
+        listed: list[Any] = repeats.tolist() if repeats.ndim else [repeats.item()] * n
+        counts = [int(c) for c in listed]
         if len(counts) == 1 and n != 1:
             counts = counts * n
     if len(counts) != n or any(c < 0 for c in counts):

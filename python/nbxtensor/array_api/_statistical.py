@@ -4,7 +4,7 @@ and selection kernels."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nbxtensor import ops
@@ -16,7 +16,7 @@ from ._manipulation import _axes, _axis, reshape
 Axis = int | Sequence[int] | None
 
 
-def _reduced(op: Any, x: Tensor, axis: Axis, keepdims: bool) -> Tensor:
+def _reduced(op: Callable[[Tensor, list[int], bool], Tensor], x: Tensor, axis: Axis, keepdims: bool) -> Tensor:
     axes = _axes(axis, x.ndim, op.__name__)
     return op(x, axes, keepdims)
 
