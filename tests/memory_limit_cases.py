@@ -49,6 +49,14 @@ def outputs_of(result):
 # name -> (op, fitting inputs, too-large inputs); an op is a callable on the inputs
 W = 1024
 row = t((1, W))
+ascending = nbx.asarray(np.sort(RNG.standard_normal(W)).astype(np.float32))
+
+
+def complex_t(shape):
+    return nbx.asarray((RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(np.complex64))
+
+
+complex_row = complex_t((1, W))
 CASES = {
     "unary (exp)": (ops.exp, lambda: [row.expand(4096, W)], lambda: [row.expand(1 << 15, W)]),
     "binary (add, broadcast)": (ops.add, lambda: [row.expand(2048, W), t((2048, 1))],
@@ -83,6 +91,15 @@ CASES = {
     "sdpa": (ops.sdpa, lambda: [t((1, 1, 64, 64)).expand(2, 4, 64, 64), t((2, 4, 64, 64)), t((2, 4, 64, 64))],
              lambda: [t((1, 1, 64, 64)).expand(64, 64, 64, 64), t((1, 1, 64, 64)).expand(64, 64, 64, 64),
                       t((1, 1, 64, 64)).expand(64, 64, 64, 64)]),
+    "sort": (lambda x: ops.sort(x, axis=-1), lambda: [t((W, 2048)).transpose(0, 1)], lambda: [row.expand(1 << 15, W)]),
+    "argsort": (lambda x: ops.argsort(x, axis=0), lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 14, W)]),
+    "cumulative_sum": (lambda x: ops.cumulative_sum(x, axis=-1), lambda: [row.expand(2048, W)],
+                       lambda: [row.expand(1 << 15, W)]),
+    "searchsorted": (ops.searchsorted, lambda: [ascending, row.expand(1024, W)], lambda: [ascending, row.expand(1 << 14, W)]),
+    "iota": (lambda n: ops.iota(n), lambda: [1 << 20], lambda: [1 << 30]),
+    "exp (complex64)": (ops.exp, lambda: [complex_row.expand(2048, W)], lambda: [complex_row.expand(1 << 14, W)]),
+    "matmul (complex64)": (ops.matmul, lambda: [complex_row.expand(256, W), complex_t((W, 64))],
+                           lambda: [complex_row.expand(1 << 16, W), complex_t((W, 256))]),
     "pack_int4": (ops.pack_int4, lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 16, W)]),
     "copy (contiguous)": (lambda x: x.contiguous(), lambda: [row.expand(4096, W)], lambda: [row.expand(1 << 15, W)]),
 }

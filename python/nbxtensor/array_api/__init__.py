@@ -5,8 +5,8 @@ the standard (``xp = x.__array_namespace__()``) runs on nbxtensor tensors, on th
 on a GPU (``device=``). Every function runs the library's kernels (casts, elementwise ops,
 reductions, scans, sorts, gathers, copies); host objects are read by ``asarray``.
 
-What is left out, and why, is listed in docs/ARRAY_API.md (complex dtypes; the linalg
-factorizations and solvers; fft).
+What is left out, and why, is listed in docs/ARRAY_API.md (the linalg factorizations and
+solvers; fft; complex tensors on CUDA).
 """
 
 from __future__ import annotations

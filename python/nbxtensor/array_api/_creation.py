@@ -16,6 +16,7 @@ from nbxtensor.tensor import Tensor
 from . import _dtypes
 
 DEFAULT_FLOAT = "float64"
+DEFAULT_COMPLEX = "complex128"
 DEFAULT_INT = "int64"
 
 
@@ -24,14 +25,16 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _scalar_dtype(value: Any) -> str:
-    """The default dtype of a Python scalar: bool, int64, float64."""
+    """The default dtype of a Python scalar: bool, int64, float64, complex128."""
     if isinstance(value, builtins.bool):
         return "bool"
     if isinstance(value, int):
         return DEFAULT_INT
     if isinstance(value, float):
         return DEFAULT_FLOAT
-    raise TypeError(f"a fill value is a bool, int or float, not {type(value).__name__}")
+    if isinstance(value, complex):
+        return DEFAULT_COMPLEX
+    raise TypeError(f"a fill value is a bool, int, float or complex, not {type(value).__name__}")
 
 
 def _moved(t: Tensor, device: str | None) -> Tensor:
@@ -53,7 +56,7 @@ def asarray(
         if device is not None and device != out.device:
             raise ValueError(f"asarray: copy=False, but the object is on {out.device}, not {device}")
         return out
-    if isinstance(obj, (builtins.bool, int, float)) and name is None:
+    if isinstance(obj, (builtins.bool, int, float, complex)) and name is None:
         name = _scalar_dtype(obj)
     out = _moved(_tensor.asarray(obj, dtype=name), device)
     # memory through DLPack may be shared: a copy asked for is made

@@ -1,8 +1,8 @@
 """The Array API's data types and data-type functions, read from the dtype table.
 
 A data type is a :class:`DType` object named by its table name; it compares equal to that
-name, so ``tensor.dtype == float32`` holds for a tensor's ``dtype`` (a table name). Complex
-dtypes are left out of the namespace: the elementwise kernels have no complex loops yet.
+name, so ``tensor.dtype == float32`` holds for a tensor's ``dtype`` (a table name). complex64
+and complex128 are the table's complex dtypes (each part a float32 or a float64).
 """
 
 from __future__ import annotations
@@ -17,7 +17,21 @@ from nbxtensor.dtype import promotion as _promotion
 from nbxtensor.tensor import Tensor
 
 # the dtypes the namespace offers, in the standard's order
-NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+NAMES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 
 
 class DType:
@@ -103,7 +117,8 @@ def _dtype_of(arg: Any) -> str:
 
 @dataclass(frozen=True)
 class finfo_object:
-    """Machine limits of a real floating dtype (the standard's ``finfo``)."""
+    """Machine limits of a floating dtype (the standard's ``finfo``): for a complex dtype, those
+    of its parts' real dtype (``dtype`` is that real dtype)."""
 
     bits: int
     eps: float
@@ -124,8 +139,11 @@ class iinfo_object:
 
 
 def finfo(type: Any, /) -> finfo_object:  # noqa: A002 - the standard's name
-    """The limits of a floating dtype (or of an array's dtype), from the dtype table."""
+    """The limits of a floating dtype (or of an array's dtype), from the dtype table; a complex
+    dtype's are its part's (complex64: float32's)."""
     name = _dtype_of(type)
+    if kind(name) == "complex":
+        name = _promotion.complex_part(name)
     entry = _table.entry(name)
     facts = entry.get("float")
     if facts is None:

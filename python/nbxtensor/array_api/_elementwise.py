@@ -57,27 +57,23 @@ def positive(x: Tensor, /) -> Tensor:
     return x.copy()
 
 
+def _complex(x: Tensor) -> bool:
+    return _dtypes.kind(x.dtype) == "complex"
+
+
 def real(x: Tensor, /) -> Tensor:
-    """The real part: a real tensor itself (as a copy); complex dtypes are not in the namespace."""
-    _real_only("real", x)
-    return x.copy()
+    """The real part, of the part's real dtype (the ``real`` kernel); a real tensor itself, as a copy."""
+    return ops.real(x) if _complex(x) else x.copy()
 
 
 def imag(x: Tensor, /) -> Tensor:
-    """The imaginary part: zeros for a real tensor."""
-    _real_only("imag", x)
-    return zeros_like(x)
+    """The imaginary part, of the part's real dtype (the ``imag`` kernel); zeros for a real tensor."""
+    return ops.imag(x) if _complex(x) else zeros_like(x)
 
 
 def conj(x: Tensor, /) -> Tensor:
-    """The complex conjugate: a real tensor itself (as a copy)."""
-    _real_only("conj", x)
-    return x.copy()
-
-
-def _real_only(name: str, x: Tensor) -> None:
-    if _dtypes.kind(x.dtype) == "complex":
-        raise TypeError(f"{name}: complex tensors have no kernel here yet")
+    """The complex conjugate (the ``conj`` kernel); a real tensor itself, as a copy."""
+    return ops.conj(x) if _complex(x) else x.copy()
 
 
 def clip(x: Tensor, /, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - the standard's names

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _dtypes
-from ._creation import DEFAULT_FLOAT, DEFAULT_INT
+from ._creation import DEFAULT_COMPLEX, DEFAULT_FLOAT, DEFAULT_INT
 
 _KIND_NAMES = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric")
 
@@ -29,10 +29,10 @@ class Info:
         return ["cpu"] + [f"cuda:{d['index']}" for d in runtime.devices()]
 
     def default_dtypes(self, *, device: str | None = None) -> dict[str, Any]:
-        """float64 for real floats, int64 for integers and indices (no complex dtype yet)."""
+        """float64 for real floats, complex128 for complex ones, int64 for integers and indices."""
         return {
             "real floating": _dtypes.of(DEFAULT_FLOAT),
-            "complex floating": None,
+            "complex floating": _dtypes.of(DEFAULT_COMPLEX),
             "integral": _dtypes.of(DEFAULT_INT),
             "indexing": _dtypes.of(DEFAULT_INT),
         }

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from nbxtensor import ops
 from nbxtensor.tensor import Tensor
 
+from . import _dtypes
 from ._manipulation import _axis, _common, broadcast_arrays, reshape
 
 
@@ -47,9 +48,12 @@ def tensordot(x1: Tensor, x2: Tensor, /, *, axes: int | tuple[Sequence[int], Seq
 
 
 def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
-    """The dot product of vectors along ``axis`` (the other dims broadcast)."""
+    """The dot product of vectors along ``axis`` (the other dims broadcast): ``sum(conj(x1) *
+    x2)``, x1 conjugated where it is complex, as the standard defines it."""
     x1, x2 = broadcast_arrays(*_common([x1, x2]))
     at = _axis(axis, x1.ndim, "vecdot")
+    if _dtypes.kind(x1.dtype) == "complex":
+        x1 = ops.conj(x1)
     return ops.sum(ops.mul(x1, x2), [at], False)
 
 

@@ -9,5 +9,6 @@ promoted = _core.promoted
 common_dtype = _core.common_dtype
 float_math_input = _core.float_math_input
 scalar_result = _core.scalar_result
+complex_part = _core.complex_part
 
-__all__ = ["binary_result", "promoted", "common_dtype", "float_math_input", "scalar_result"]
+__all__ = ["binary_result", "promoted", "common_dtype", "float_math_input", "scalar_result", "complex_part"]

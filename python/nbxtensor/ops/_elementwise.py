@@ -181,6 +181,18 @@ def bitwise_invert(x: Tensor) -> Tensor:
     """~x, the bits flipped (integers and bool)."""
     return _core.unary("bitwise_invert", x)
 
+def real(x: Tensor) -> Tensor:
+    """The real part: of the part's dtype for a complex tensor (float32 for complex64); x for a real one."""
+    return _core.unary("real", x)
+
+def imag(x: Tensor) -> Tensor:
+    """The imaginary part: of the part's dtype for a complex tensor; zeros for a real one."""
+    return _core.unary("imag", x)
+
+def conj(x: Tensor) -> Tensor:
+    """The complex conjugate (x for a real tensor)."""
+    return _core.unary("conj", x)
+
 def add(a: Operand, b: Operand) -> Tensor:
     """a + b, broadcast (integers wrap)."""
     return _core.binary("add", a, b)
@@ -362,6 +374,9 @@ __all__ = [
     "signbit",
     "logical_not",
     "bitwise_invert",
+    "real",
+    "imag",
+    "conj",
     "add",
     "sub",
     "mul",

@@ -73,6 +73,12 @@ fn scalar_result(dtype: &str, value: &Bound<'_, PyAny>) -> PyResult<&'static str
     promotion::scalar_result(array, py_scalar(value, true)?).map(DType::name).map_err(to_py)
 }
 
+/// The float dtype of each part of a complex dtype (float32 for complex64).
+#[pyfunction]
+fn complex_part(dtype: &str) -> PyResult<&'static str> {
+    promotion::complex_part(named(dtype)?).map(DType::name).map_err(to_py)
+}
+
 /// Registers the module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(binary_result, m)?)?;
@@ -80,5 +86,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(common_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(float_math_input, m)?)?;
     m.add_function(wrap_pyfunction!(scalar_result, m)?)?;
+    m.add_function(wrap_pyfunction!(complex_part, m)?)?;
     Ok(())
 }

@@ -190,7 +190,8 @@ fn by_arrays(py: Python<'_>, tensor: &CoreTensor, items: Vec<Item>) -> PyResult<
     let consumed: usize = items.iter().map(Item::consumes).sum();
     let positions: Vec<usize> =
         items.iter().enumerate().filter(|(_, i)| matches!(i, Item::Int(_) | Item::Array(_))).map(|(p, _)| p).collect();
-    let adjacent = positions.last().zip(positions.first()).is_none_or(|(last, first)| last - first + 1 == positions.len());
+    let adjacent =
+        positions.last().zip(positions.first()).is_none_or(|(last, first)| last - first + 1 == positions.len());
     // the basic items as a view, each advanced item as a whole dim, whose place is kept
     let mut view = tensor.clone();
     let (mut dim, mut dims, mut picks) = (0i64, Vec::new(), Vec::new());
@@ -226,7 +227,9 @@ fn by_arrays(py: Python<'_>, tensor: &CoreTensor, items: Vec<Item>) -> PyResult<
             let pick = pick.to(device)?.cast(DType::Int64)?;
             let wrapped = pick.lt(0)?.if_else(&pick.add(extent)?, &pick)?;
             let outside = wrapped.lt(0)?.logical_or(&wrapped.ge(extent)?)?;
-            if outside.numel() > 0 && outside.cast(DType::Uint8)?.reduce(ReduceOp::Max, None, false)?.to_bytes()?[0] != 0 {
+            if outside.numel() > 0
+                && outside.cast(DType::Uint8)?.reduce(ReduceOp::Max, None, false)?.to_bytes()?[0] != 0
+            {
                 return Err(nbxtensor::tensor::TensorError::Invalid(format!(
                     "an index array holds an index outside a dim of extent {extent}"
                 ))
@@ -255,8 +258,11 @@ fn by_arrays(py: Python<'_>, tensor: &CoreTensor, items: Vec<Item>) -> PyResult<
             return Ok(picked);
         }
         let gathered = flat.ndim();
-        let order: Vec<i64> =
-            (gathered..gathered + before).chain(0..gathered).chain(gathered + before..picked.ndim()).map(|d| d as i64).collect();
+        let order: Vec<i64> = (gathered..gathered + before)
+            .chain(0..gathered)
+            .chain(gathered + before..picked.ndim())
+            .map(|d| d as i64)
+            .collect();
         Ok(picked.permute(&order)?)
     };
     let on_gpu = !nbxtensor::backend::of(tensor.device()).host_addressable();
@@ -324,7 +330,8 @@ pub fn assign(py: Python<'_>, tensor: &CoreTensor, key: &Bound<'_, PyAny>, value
                 let value = value.to(kept.device())?.cast(kept.dtype())?;
                 Ok(mask.if_else(&value, &kept)?)
             };
-            let merged = if on_gpu { guard(|| run().map_err(to_py))? } else { py.detach(|| guard(|| run().map_err(to_py)))? };
+            let merged =
+                if on_gpu { guard(|| run().map_err(to_py))? } else { py.detach(|| guard(|| run().map_err(to_py)))? };
             (tensor.clone(), merged)
         }
     };

@@ -40,9 +40,8 @@ impl Tensor {
     fn copied(&self, py: Python<'_>) -> PyResult<Tensor> {
         let inner = self.inner.clone();
         let on_gpu = !nbxtensor::backend::of(self.inner.device()).host_addressable();
-        let copied = computed(py, on_gpu, move || {
-            nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner])
-        })?;
+        let copied =
+            computed(py, on_gpu, move || nbxtensor::ops::call("copy", &nbxtensor::kernel::Attrs::new(), &[&inner]))?;
         copied.into_iter().next().map(Tensor::wrap).ok_or_else(|| PyValueError::new_err("copy gave no output"))
     }
 }

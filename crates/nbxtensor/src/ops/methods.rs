@@ -34,6 +34,7 @@ use super::spec::unary::{Unary, UnaryOp};
 use super::{apply, run, run_on};
 use crate::dtype::promotion::float_math_input;
 use crate::dtype::DType;
+use crate::facts::Kind;
 use crate::kernel::{KernelError, Result};
 use crate::memory::Device;
 use crate::tensor::Tensor;
@@ -50,14 +51,19 @@ fn float_input(op: &str, x: &Tensor) -> Result<Tensor> {
     cast_to(x, dtype)
 }
 
-/// Whether `op` is defined on the floats only.
+/// Whether a dtype is a float or a complex dtype (what a float-only op reads unchanged).
+fn inexact(dtype: DType) -> bool {
+    matches!(dtype.kind(), Kind::Float | Kind::Complex)
+}
+
+/// Whether `op` is defined on the floats (and maybe the complex dtypes) only.
 fn floats_only(dtypes: &[DType]) -> bool {
-    dtypes.iter().all(|d| d.is_float())
+    dtypes.iter().all(|&d| inexact(d))
 }
 
 /// `op` on `x`, dispatched as the typed API does.
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let x = if floats_only(op.dtypes()) && !x.dtype().is_float() {
+    let x = if floats_only(op.dtypes()) && !inexact(x.dtype()) {
         Cow::Owned(float_input(op.name(), x)?)
     } else if matches!(op, UnaryOp::LogicalNot) && x.dtype() != DType::Bool {
         Cow::Owned(cast_to(x, DType::Bool)?)
@@ -73,7 +79,7 @@ pub fn binary<'a>(op: BinaryOp, a: impl Into<Operand<'a>>, b: impl Into<Operand<
     let mut operands = promote(op.name(), &[a.into(), b.into()])?;
     let dtypes = op.dtypes();
     let dtype = operands[0].dtype();
-    if floats_only(dtypes) && !dtype.is_float() {
+    if floats_only(dtypes) && !inexact(dtype) {
         operands = operands.iter().map(|t| float_input(op.name(), t).map(Cow::Owned)).collect::<Result<_>>()?;
     } else if dtypes == [DType::Bool] && dtype != DType::Bool {
         operands = operands.iter().map(|t| cast_to(t, DType::Bool).map(Cow::Owned)).collect::<Result<_>>()?;
@@ -188,6 +194,12 @@ unary_methods! {
     logical_not => LogicalNot;
     /// `~x`, the bits flipped (integers and bool).
     bitwise_invert => BitwiseInvert;
+    /// The real part (of the part's dtype for a complex tensor; x for a real one).
+    real => Real;
+    /// The imaginary part (of the part's dtype for a complex tensor; zeros for a real one).
+    imag => Imag;
+    /// The complex conjugate (x for a real tensor).
+    conj => Conj;
 }
 
 binary_methods! {

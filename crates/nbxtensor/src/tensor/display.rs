@@ -63,8 +63,8 @@ fn texts(t: &Tensor) -> crate::Result<Vec<String>> {
         Kind::Uint => t.cast(DType::Uint64)?.to_vec::<u64>()?.iter().map(u64::to_string).collect(),
         Kind::Float => t.cast(DType::Float64)?.to_vec::<f64>()?.into_iter().map(float).collect(),
         Kind::Complex => {
-            let parts = t.cast(DType::Complex128)?.view_dtype(DType::Float64)?;
-            let values = parts.contiguous()?.to_bytes()?;
+            // complex128 bytes: each element its real then its imaginary float64
+            let values = t.cast(DType::Complex128)?.contiguous()?.to_bytes()?;
             values
                 .chunks_exact(16)
                 .map(|c| {

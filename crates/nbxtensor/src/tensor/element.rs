@@ -22,7 +22,8 @@ pub unsafe trait Element: Copy + Send + Sync + 'static {
 macro_rules! element {
     ($($t:ty => $d:ident),* $(,)?) => {
         $(
-            // SAFETY: a primitive of the dtype's width; every bit pattern is valid.
+            // SAFETY: a primitive of the dtype's width, or two of them with no padding between
+            // (repr(C) of two equal floats); every bit pattern is valid.
             unsafe impl Element for $t {
                 const DTYPE: DType = DType::$d;
             }
@@ -30,7 +31,13 @@ macro_rules! element {
     };
 }
 
+/// A complex element: its real part, then its imaginary part, each a `T` (C's `T _Complex`
+/// and numpy's layout; num-complex's type, which `gemm` takes as its c32 and c64).
+/// `Complex<f32>` is the element of complex64, `Complex<f64>` of complex128.
+pub use num_complex::Complex;
+
 element!(
+    Complex<f32> => Complex64, Complex<f64> => Complex128,
     f32 => Float32, f64 => Float64, f16 => Float16, bf16 => Bfloat16,
     i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
     u8 => Uint8, u16 => Uint16, u32 => Uint32, u64 => Uint64,

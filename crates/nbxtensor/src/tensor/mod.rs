@@ -22,7 +22,7 @@ mod host_elements;
 mod storage;
 mod views;
 
-pub use element::Element;
+pub use element::{Complex, Element};
 pub use error::TensorError;
 pub use host_elements::HostElements;
 pub use storage::Storage;

@@ -10,14 +10,23 @@
 //!   before the exponential, and the sum cancels where the result is near 0);
 //! - maximum, minimum, copysign, nextafter, the comparisons, every integer and bool op: exact.
 //!
+//! Complex operands (`complex.rs`): add and sub ½ ulp of the part at |reference|; mul (numpy's
+//! four real products) and div (Smith's algorithm) exactly, against the same formulas with
+//! each step rounded to the part's format; pow 8 ulps on complex64 (32 on complex128) times
+//! 1 + |w·ln z|, against numpy's rules and exp(w·ln z), where both operands are finite (the
+//! others are the C library's cpow: its special values are left to it); eq and ne exact.
+//!
 //! Python's rules define remainder and floor_divide (`%` and `//`): the remainder takes the
 //! divisor's sign, a float divided by zero gives `a / b` and a NaN remainder, an integer one
 //! gives 0 for both; integers wrap, the most negative value `// -1` included. The Array API's
 //! special cases override Python's for floor_divide with one infinite operand: `a / b`.
 
 use crate::cases::{self, Draw, EDGE_SHAPES};
+use crate::complex;
 use crate::harness::{assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target};
-use crate::reference::{assert_elems, format, int_range, is_int, is_real, pow2, width, wrap, Elem, Format, Tol};
+use crate::reference::{
+    assert_elems, format, int_range, is_complex, is_int, is_real, pow2, width, wrap, Elem, Format, Tol,
+};
 use nbxtensor::kernel::Attrs;
 use nbxtensor::{DType, Tensor};
 
@@ -205,6 +214,7 @@ pub fn reference(op: &str, dtype: DType, a: Elem, b: Elem) -> Option<Elem> {
                 _ => return None,
             }))
         }
+        (Elem::C(..), Elem::C(..)) => complex::binary(op, dtype, a, b),
         _ => None,
     }
 }
@@ -217,6 +227,8 @@ pub fn covers(op: &str, dtype: DType) -> bool {
         Elem::I(1)
     } else if is_real(dtype) {
         Elem::F(0.5)
+    } else if is_complex(dtype) {
+        Elem::C(0.5, 0.25)
     } else {
         return false;
     };
@@ -242,6 +254,9 @@ fn tolerance(op: &str, dtype: DType, a: f64, b: f64) -> Tol {
 /// Random operands of `op` on `dtype`, `n` each, in the op's domain; a quarter of the pairs
 /// equal (the comparisons and nextafter meet ties).
 fn operands(draw: &mut Draw, op: &str, dtype: DType, n: usize) -> (Vec<Elem>, Vec<Elem>) {
+    if is_complex(dtype) {
+        return complex_operands(draw, op, dtype, n);
+    }
     if dtype == DType::Bool {
         return (cases::elems(draw, dtype, n, 0.0, 1.0), cases::elems(draw, dtype, n, 0.0, 1.0));
     }
@@ -293,6 +308,34 @@ fn operands(draw: &mut Draw, op: &str, dtype: DType, n: usize) -> (Vec<Elem>, Ve
     (a, b)
 }
 
+/// Complex operands: parts in [-4, 4] (a divisor at least ¼ in magnitude); for pow a base of
+/// magnitude ¼ to 2 and exponents in [-2, 2], every fifth one a real integer (0, ±1, 2, 3, or
+/// 7: numpy's repeated products); a quarter of the other pairs equal.
+fn complex_operands(draw: &mut Draw, op: &str, dtype: DType, n: usize) -> (Vec<Elem>, Vec<Elem>) {
+    let mut a = complex::draws(draw, dtype, n, -4.0, 4.0);
+    let mut b = complex::draws(draw, dtype, n, -4.0, 4.0);
+    for i in 0..n {
+        match op {
+            "pow" => {
+                a[i] = complex::draws(draw, dtype, 1, -1.4, 1.4)[0];
+                if complex::z(a[i]).norm() < 0.25 {
+                    a[i] = Elem::C(0.5, a[i].f());
+                }
+                let integers = [0.0, 1.0, -1.0, 2.0, 3.0, 7.0];
+                b[i] = if i % 5 == 0 {
+                    Elem::C(integers[(i / 5) % integers.len()], 0.0)
+                } else {
+                    complex::draws(draw, dtype, 1, -2.0, 2.0)[0]
+                };
+            }
+            "div" if complex::z(b[i]).norm() < 0.25 => b[i] = Elem::C(0.5, b[i].f()),
+            _ if i % 4 == 0 && op != "div" => b[i] = a[i],
+            _ => {}
+        }
+    }
+    (a, b)
+}
+
 /// Runs `op` on `a` and `b` (tensors of logical elements `la`, `lb`) and checks the
 /// broadcast result against the reference.
 fn check(target: &Target, op: &str, dtype: DType, case: &str, a: &Tensor, b: &Tensor, la: &[Elem], lb: &[Elem]) {
@@ -304,6 +347,7 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, a: &Tensor, b: &Te
     let want: Vec<Elem> = ia.iter().zip(&ib).map(|(&i, &j)| reference(op, dtype, la[i], lb[j]).unwrap()).collect();
     assert_elems(&what, out.dtype(), &read(&out), &want, |k| match (la[ia[k]], lb[ib[k]]) {
         (Elem::F(x), Elem::F(y)) => tolerance(op, dtype, x, y),
+        (x @ Elem::C(..), y @ Elem::C(..)) => complex::binary_tolerance(op, dtype, x, y),
         _ => Tol::EXACT,
     });
 }
@@ -328,7 +372,15 @@ pub fn binary_values(target: &Target) {
 pub fn binary_special_values(target: &Target) {
     let mut coverage = Coverage::new(target, "binary", "special values");
     for (op, dtype) in target.entries("binary") {
-        let values = cases::specials(dtype);
+        let mut values = if is_complex(dtype) { complex::specials(dtype) } else { cases::specials(dtype) };
+        if is_complex(dtype) && op == "pow" {
+            // zeros, ±1, ½ and -2.5 in either part: the infinities and NaN are cpow's special
+            // values, the extremes overflow or vanish through it
+            values.retain(|v| {
+                let m = complex::z(*v).norm();
+                m == 0.0 || (0.25..=4.0).contains(&m)
+            });
+        }
         let n = values.len() as i64;
         let (a, b) = (target.tensor(dtype, &[n, 1], &values), target.tensor(dtype, &[n], &values));
         check(target, op, dtype, "special values", &a, &b, &values, &values);

@@ -292,10 +292,13 @@ pub fn assign_every_layout(target: &Target) {
         let mut raw = |n: usize| -> Vec<u8> {
             (0..n * w)
                 .enumerate()
-                .map(|(i, _)| if dtype == DType::Bool && i % w == 0 { draw.bits() as u8 & 1 } else { draw.bits() as u8 })
+                .map(
+                    |(i, _)| if dtype == DType::Bool && i % w == 0 { draw.bits() as u8 & 1 } else { draw.bits() as u8 },
+                )
                 .collect()
         };
-        let put = |bytes: &[u8], shape: &[i64]| Tensor::from_bytes(dtype, shape, bytes).unwrap().to(target.device).unwrap();
+        let put =
+            |bytes: &[u8], shape: &[i64]| Tensor::from_bytes(dtype, shape, bytes).unwrap().to(target.device).unwrap();
         type View = fn(&Tensor) -> Tensor;
         let views: [(&str, View); 5] = [
             ("whole", |b| b.clone()),
@@ -318,7 +321,9 @@ pub fn assign_every_layout(target: &Target) {
                     "broadcast row" if !shape.is_empty() => {
                         let last = *shape.last().unwrap();
                         let row = raw(last as usize);
-                        let tiled = (0..cases::numel(&shape)).flat_map(|i| row[(i % last as usize) * w..][..w].to_vec()).collect();
+                        let tiled = (0..cases::numel(&shape))
+                            .flat_map(|i| row[(i % last as usize) * w..][..w].to_vec())
+                            .collect();
                         (put(&row, &[last]), tiled)
                     }
                     "transposed" if shape.len() == 2 => {
@@ -333,13 +338,15 @@ pub fn assign_every_layout(target: &Target) {
                     }
                 };
                 let what = target.what(op, dtype, &format!("{name} view, {value_kind} value"));
-                let out = target.run(op, dtype, &Attrs::new(), &[&view, &value]).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let out =
+                    target.run(op, dtype, &Attrs::new(), &[&view, &value]).unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert!(out.is_empty(), "{what}: assign has no output");
                 // the same writes, element by element: view index → base element
                 let mut want = start.clone();
                 let mut index = vec![0i64; shape.len()];
                 for i in 0..cases::numel(&shape) {
-                    let at = (view.offset() + index.iter().zip(view.strides()).map(|(i, s)| i * s).sum::<i64>()) as usize;
+                    let at =
+                        (view.offset() + index.iter().zip(view.strides()).map(|(i, s)| i * s).sum::<i64>()) as usize;
                     want[at * w..][..w].copy_from_slice(&logical[i * w..][..w]);
                     for d in (0..shape.len()).rev() {
                         index[d] += 1;
@@ -356,7 +363,11 @@ pub fn assign_every_layout(target: &Target) {
         let spread = base.select(0, 0).unwrap().unsqueeze(0).unwrap().expand(&[3, 8]).unwrap();
         let value = put(&raw(24), &[3, 8]);
         let what = target.what(op, dtype, "a broadcast destination");
-        assert_refused(&what, target.run(op, dtype, &Attrs::new(), &[&spread, &value]), &["assign", "repeats elements"]);
+        assert_refused(
+            &what,
+            target.run(op, dtype, &Attrs::new(), &[&spread, &value]),
+            &["assign", "repeats elements"],
+        );
         let what = target.what(op, dtype, "a value sharing the destination's memory");
         let (rows, shifted) = (base.slice(0, Some(1), None, 1).unwrap(), base.slice(0, None, Some(5), 1).unwrap());
         assert_refused(&what, target.run(op, dtype, &Attrs::new(), &[&rows, &shifted]), &["assign", "shares"]);

@@ -22,6 +22,7 @@ mod binary;
 mod cases;
 mod cast;
 mod catalogue;
+mod complex;
 mod create;
 mod decode;
 mod gather;

@@ -4,20 +4,23 @@
 //! Tolerance: float32 accumulation of k products may err by k·u·Σ|aᵢbᵢ| (u = 2⁻²⁴) in any
 //! summation order; the suite allows twice that, k·2⁻²³·Σ|aᵢbᵢ|, plus one ulp of float32 for
 //! the bias and the final rounding, and a half dtype's own rounding of the result. A product
-//! over k = 0 is exactly 0.
+//! over k = 0 is exactly 0. Complex products (complex64, complex128, matmul only): each of the
+//! k terms is four real products and two sums, so twice the real allowance, counted from
+//! Σ|aᵢ||bᵢ|, in ulps of the part's format.
 
 use crate::cases::{self, Draw};
+use crate::complex;
 use crate::harness::{
     assert_refused, assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target,
 };
-use crate::reference::{assert_elems, is_int, is_real, is_signed, pow2, wrap, Elem, Tol};
+use crate::reference::{assert_elems, is_complex, is_int, is_real, is_signed, pow2, wrap, Elem, Tol};
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
     let float = is_real(dtype) && dtype != DType::Float8E4m3fn && dtype != DType::Float8E5m2;
-    (matches!(op, "matmul" | "linear") && float) || (op == "matmul" && is_int(dtype))
+    (matches!(op, "matmul" | "linear") && float) || (op == "matmul" && (is_int(dtype) || is_complex(dtype)))
 }
 
 /// `n` inputs of `dtype`: floats in [-1, 1); integers small (|v| ≤ 3, or 0..=3 unsigned), so
@@ -27,15 +30,23 @@ fn values_of(draw: &mut Draw, dtype: DType, n: usize) -> Vec<Elem> {
         let low = if is_signed(dtype) { -3 } else { 0 };
         return (0..n).map(|_| Elem::I(draw.int(low, 3))).collect();
     }
+    if is_complex(dtype) {
+        return complex::draws(draw, dtype, n, -1.0, 1.0);
+    }
     cases::floats(draw, dtype, n, -1.0, 1.0)
 }
 
 /// The logical matrix (batch dims, rows, cols, elements) of an operand of `shape`, read
 /// transposed in its last two dims when `t`; a vector is a row (`left`) or a column.
-fn matrix(shape: &[i64], values: &[Elem], t: bool, left: bool) -> (Vec<i64>, usize, usize, Vec<f64>) {
+fn matrix(
+    shape: &[i64],
+    values: &[Elem],
+    t: bool,
+    left: bool,
+) -> (Vec<i64>, usize, usize, Vec<num_complex::Complex64>) {
     if shape.len() == 1 {
         let n = shape[0] as usize;
-        let v = values.iter().map(|e| e.f()).collect();
+        let v = values.iter().map(|&e| complex::z(e)).collect();
         return if left { (vec![], 1, n, v) } else { (vec![], n, 1, v) };
     }
     let nd = shape.len();
@@ -46,7 +57,7 @@ fn matrix(shape: &[i64], values: &[Elem], t: bool, left: bool) -> (Vec<i64>, usi
         for i in 0..if t { c } else { r } {
             for j in 0..if t { r } else { c } {
                 let at = if t { p * r * c + j * c + i } else { p * r * c + i * c + j };
-                out.push(values[at].f());
+                out.push(complex::z(values[at]));
             }
         }
     }
@@ -76,22 +87,26 @@ fn reference(
     for p in 0..cases::numel(&batch) {
         for i in 0..m {
             for j in 0..n {
-                let (mut dot, mut magnitude) = (0.0, 0.0);
+                let (mut dot, mut magnitude) = (num_complex::Complex64::new(0.0, 0.0), 0.0);
                 for l in 0..k {
                     let prod = am[ia[p] * m * k + i * k + l] * bm[ib[p] * k * n + l * n + j];
                     dot += prod;
-                    magnitude += prod.abs();
+                    magnitude += prod.norm();
                 }
                 if let Some(bias) = bias {
-                    dot += bias[j].f();
-                    magnitude += bias[j].f().abs();
+                    dot += complex::z(bias[j]);
+                    magnitude += complex::z(bias[j]).norm();
                 }
                 if is_int(dtype) {
                     // small integers: the float64 dot is exact, then wraps as the dtype does
-                    want.push(Elem::I(wrap(dtype, dot as i128)));
+                    want.push(Elem::I(wrap(dtype, dot.re as i128)));
                     tols.push(Tol::EXACT);
+                } else if is_complex(dtype) {
+                    let u = if dtype == DType::Complex128 { pow2(-52) } else { pow2(-23) };
+                    want.push(complex::elem(dot));
+                    tols.push(Tol::with_abs(2.0, 2.0 * (k as f64 + 1.0) * u * magnitude));
                 } else {
-                    want.push(Elem::F(dot));
+                    want.push(Elem::F(dot.re));
                     tols.push(Tol::with_abs(1.0, (k as f64 + 1.0) * pow2(-23) * magnitude));
                 }
             }

@@ -11,10 +11,16 @@
 //! the float64 accumulation's error (2·n·2⁻⁵³·Σ|x|); max, min, argmax and the integer sums are
 //! exact. The sum and mean of no elements are 0 and NaN; max, min and argmax of none are
 //! refused naming the op.
+//!
+//! Complex inputs (sum, prod, mean): accumulated in complex128 and rounded once, as the real
+//! ones; the references sum each part (compensated) and multiply in order from 1 with numpy's
+//! four real products, the tolerance ½ ulp of the part at |reference| plus the accumulation's
+//! error (the sum of the parts' magnitudes, or |product|, times 2·n·2⁻⁵³).
 
 use crate::cases::{self, Draw};
+use crate::complex;
 use crate::harness::{assert_refused, assert_replay_matches, read, Coverage, Target, LAYOUTS};
-use crate::reference::{assert_elems, is_int, is_real, is_signed, pow2, wrap, Elem, Tol};
+use crate::reference::{assert_elems, is_complex, is_int, is_real, is_signed, pow2, wrap, Elem, Tol};
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
@@ -22,8 +28,9 @@ use nbxtensor::{DType, Tensor};
 pub fn covers(op: &str, dtype: DType) -> bool {
     let number = is_real(dtype) || is_int(dtype);
     match op {
-        "sum" | "prod" | "max" | "min" | "argmax" | "argmin" => number,
-        "mean" => is_real(dtype),
+        "sum" | "prod" => number || is_complex(dtype),
+        "max" | "min" | "argmax" | "argmin" => number,
+        "mean" => is_real(dtype) || is_complex(dtype),
         "all" | "any" => number || dtype == DType::Bool,
         _ => false,
     }
@@ -110,6 +117,9 @@ fn fsum(values: impl Iterator<Item = f64>) -> f64 {
 
 /// The reference of `op` on the elements `xs` of `dtype`, and its tolerance.
 fn reduce_one(op: &str, dtype: DType, xs: &[Elem]) -> (Elem, Tol) {
+    if is_complex(dtype) {
+        return reduce_complex(op, xs);
+    }
     let n = xs.len() as f64;
     let floats = || xs.iter().map(|e| e.f());
     let accumulation = 2.0 * n * pow2(-53) * floats().map(f64::abs).filter(|v| v.is_finite()).sum::<f64>();
@@ -187,6 +197,25 @@ fn reduce_one(op: &str, dtype: DType, xs: &[Elem]) -> (Elem, Tol) {
     }
 }
 
+/// The reference of the complex `op` (sum, prod, mean) on `xs`, and its tolerance.
+fn reduce_complex(op: &str, xs: &[Elem]) -> (Elem, Tol) {
+    let n = xs.len() as f64;
+    let zs: Vec<num_complex::Complex64> = xs.iter().map(|&e| complex::z(e)).collect();
+    if op == "prod" {
+        let product = zs.iter().fold(num_complex::Complex64::new(1.0, 0.0), |p, &v| p * v);
+        let error = 2.0 * n * pow2(-53) * product.norm();
+        return (complex::elem(product), Tol::with_abs(0.5, if error.is_finite() { error } else { 0.0 }));
+    }
+    let (re, im) = (fsum(zs.iter().map(|v| v.re)), fsum(zs.iter().map(|v| v.im)));
+    let magnitude: f64 = zs.iter().map(|v| v.re.abs() + v.im.abs()).filter(|v| v.is_finite()).sum();
+    let accumulation = 2.0 * n * pow2(-53) * magnitude;
+    match op {
+        "sum" => (Elem::C(re, im), Tol::with_abs(0.5, accumulation)),
+        "mean" => (Elem::C(re / n, im / n), Tol::with_abs(0.5, accumulation / n)),
+        other => panic!("no complex reference for {other}"),
+    }
+}
+
 /// The output dtype of `op` on `dtype`.
 fn output_dtype(op: &str, dtype: DType) -> DType {
     match op {
@@ -211,8 +240,15 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, x: &Tensor, logica
             if xs.is_empty() {
                 // the sum of nothing is 0, its product 1, its mean NaN; all true, any false
                 let identity = if op == "prod" { 1 } else { 0 };
-                let number = if is_int(dtype) { Elem::I(identity) } else { Elem::F(identity as f64) };
+                let number = if is_int(dtype) {
+                    Elem::I(identity)
+                } else if is_complex(dtype) {
+                    Elem::C(identity as f64, 0.0)
+                } else {
+                    Elem::F(identity as f64)
+                };
                 let value = match op {
+                    "mean" if is_complex(dtype) => Elem::C(f64::NAN, f64::NAN),
                     "mean" => Elem::F(f64::NAN),
                     "all" => Elem::B(true),
                     "any" => Elem::B(false),
@@ -302,6 +338,18 @@ pub fn reduce_special_values(target: &Target) {
             rows.push(vec![Elem::I(high); 3]);
             rows.push(vec![Elem::I(0), Elem::I(high), Elem::I(high)]);
             rows
+        } else if is_complex(dtype) {
+            let max = crate::reference::format(dtype).unwrap().max;
+            let (inf, nan) = (f64::INFINITY, f64::NAN);
+            let c = Elem::C;
+            vec![
+                vec![c(1.0, nan), c(2.0, 0.0), c(3.0, 1.0)],
+                vec![c(inf, 0.0), c(1.0, 1.0), c(-2.0, 0.0)],
+                vec![c(inf, 0.0), c(-inf, 0.0), c(0.0, 0.0)],
+                vec![c(0.0, inf), c(0.0, -inf), c(1.0, 2.0)],
+                vec![c(-0.0, -0.0), c(-0.0, -0.0), c(-0.0, -0.0)],
+                vec![c(max, max), c(max, 0.0), c(-max, 0.0)],
+            ]
         } else {
             let f = |v: f64| Elem::F(cases::float_input(dtype, v));
             let max = crate::reference::format(dtype).unwrap().max;

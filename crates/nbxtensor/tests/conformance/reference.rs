@@ -97,9 +97,9 @@ pub fn format(dtype: DType) -> Option<Format> {
 }
 
 /// The float format `dtype` is computed in by the arithmetic kernels: float32 for float32,
-/// float16 and bfloat16; float64 for float64.
+/// float16, bfloat16 and complex64's parts; float64 for float64 and complex128's parts.
 pub fn compute_format(dtype: DType) -> Format {
-    if dtype == DType::Float64 {
+    if matches!(dtype, DType::Float64 | DType::Complex128) {
         F64
     } else {
         F32
@@ -414,6 +414,21 @@ pub fn float_ok(dtype: DType, got: f64, want: f64, tol: Tol) -> bool {
     (got - want).abs() <= allowed && same_zero
 }
 
+/// Whether the complex result `got` meets `want` under `tol`, its ulps counted at |want| (the
+/// error of a complex function is measured by its distance to the reference, each part allowed
+/// that distance): exact tolerances, and references or results with a part that is not finite,
+/// compare each part as [`float_ok`] does.
+pub fn complex_ok(dtype: DType, got: (f64, f64), want: (f64, f64), tol: Tol) -> bool {
+    let finite = [got.0, got.1, want.0, want.1].iter().all(|v| v.is_finite());
+    if tol.is_exact() || !finite {
+        return float_ok(dtype, got.0, want.0, tol) && float_ok(dtype, got.1, want.1, tol);
+    }
+    let part = format(dtype).expect("a complex dtype");
+    let magnitude = want.0.hypot(want.1);
+    let allowed = tol.ulps * part.ulp(magnitude) + tol.abs;
+    (got.0 - want.0).abs() <= allowed && (got.1 - want.1).abs() <= allowed
+}
+
 /// Asserts every element of `got` meets `want` (floats under `tol(i)`, the others exactly),
 /// naming `what`, the element and both values.
 pub fn assert_elems(what: &str, dtype: DType, got: &[Elem], want: &[Elem], tol: impl Fn(usize) -> Tol) {
@@ -421,7 +436,7 @@ pub fn assert_elems(what: &str, dtype: DType, got: &[Elem], want: &[Elem], tol: 
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let ok = match (g, w) {
             (Elem::F(g), Elem::F(w)) => float_ok(dtype, g, w, tol(i)),
-            (Elem::C(gr, gi), Elem::C(wr, wi)) => float_ok(dtype, gr, wr, tol(i)) && float_ok(dtype, gi, wi, tol(i)),
+            (Elem::C(gr, gi), Elem::C(wr, wi)) => complex_ok(dtype, (gr, gi), (wr, wi), tol(i)),
             (Elem::I(g), Elem::I(w)) => g == w,
             (Elem::B(g), Elem::B(w)) => g == w,
             _ => false,

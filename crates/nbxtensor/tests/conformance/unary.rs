@@ -16,11 +16,22 @@
 //!   an erfc) before a function that magnifies it; float64 gelu 64 ulp more, the error of
 //!   this suite's own erfc (`reference::erfc`).
 //!
-//! Integers and bool are compared exactly, against wrapping arithmetic in i128.
+//! Integers and bool are compared exactly, against wrapping arithmetic in i128. real, imag
+//! and conj of a real number are exact (x, 0, x).
+//!
+//! Complex inputs (`complex.rs`): results within the ulps of the part's format at |reference|
+//! that `complex::unary_tolerance` states; at the special values (every pair of parts from ±0,
+//! ±1, ½, −2.5, ±inf, NaN, the extremes) the ops the spec defines itself (neg, conj, real,
+//! imag, abs, round, the tests, square and reciprocal as numpy's product and quotient, sign)
+//! against their references, and every other op by the symmetries
+//! C99 fixes for its special values too: `f(conj z) = conj f(z)`, and `f(-z) = -f(z)` for the
+//! odd functions (sin, tan, sinh, tanh, asin, atan, asinh, atanh); signed zeros, infinities
+//! and NaN exactly, other values within 4 ulps.
 
 use crate::cases::{self, Draw, EDGE_SHAPES};
+use crate::complex;
 use crate::harness::{assert_replay_matches, read, Coverage, Target, LAYOUTS};
-use crate::reference::{assert_elems, condition, erfc, int_range, is_int, is_real, wrap, Elem, Tol};
+use crate::reference::{assert_elems, condition, erfc, int_range, is_complex, is_int, is_real, wrap, Elem, Tol};
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
@@ -195,7 +206,11 @@ fn reference(op: &str, dtype: DType, x: Elem, clip: Option<Clip>) -> Option<Elem
             if let Some(test) = float_test(op) {
                 return Some(Elem::B(test(v)));
             }
-            float_fn(op).map(|f| Elem::F(f(v)))
+            match op {
+                "real" | "conj" => Some(Elem::F(v)),
+                "imag" => Some(Elem::F(0.0)),
+                _ => float_fn(op).map(|f| Elem::F(f(v))),
+            }
         }
         Elem::I(v) => {
             let (_, high) = int_range(dtype)?;
@@ -211,6 +226,8 @@ fn reference(op: &str, dtype: DType, x: Elem, clip: Option<Clip>) -> Option<Elem
                 "isfinite" => Elem::B(true),
                 "bitwise_invert" => Elem::I(if signed { !v } else { high - v }),
                 "clip" => Elem::I(clip?.apply_int(v)),
+                "real" | "conj" => Elem::I(v),
+                "imag" => Elem::I(0),
                 _ => return None,
             })
         }
@@ -218,7 +235,7 @@ fn reference(op: &str, dtype: DType, x: Elem, clip: Option<Clip>) -> Option<Elem
             "logical_not" | "bitwise_invert" => Some(Elem::B(!b)),
             _ => None,
         },
-        Elem::C(..) => None,
+        Elem::C(..) => complex::unary(op, dtype, x),
     }
 }
 
@@ -230,6 +247,8 @@ pub fn covers(op: &str, dtype: DType) -> bool {
         Elem::I(1)
     } else if is_real(dtype) {
         Elem::F(0.5)
+    } else if is_complex(dtype) {
+        Elem::C(0.5, 0.25)
     } else {
         return false;
     };
@@ -240,7 +259,9 @@ pub fn covers(op: &str, dtype: DType) -> bool {
 fn tolerance(op: &str, dtype: DType, x: f64) -> Tol {
     let wide = dtype == DType::Float64;
     match op {
-        "neg" | "abs" | "floor" | "ceil" | "round" | "trunc" | "square" | "clip" => Tol::EXACT,
+        "neg" | "abs" | "floor" | "ceil" | "round" | "trunc" | "square" | "clip" | "real" | "imag" | "conj" => {
+            Tol::EXACT
+        }
         "relu" | "sign" => Tol::EXACT_VALUE,
         "sqrt" | "reciprocal" => Tol::ulps(0.5),
         "rsqrt" => Tol::ulps(2.0),
@@ -282,6 +303,10 @@ fn domain(op: &str) -> (f64, f64) {
 /// The values of `op` on `dtype`: `n` random inputs in the op's domain, and for the rounding
 /// ops the ties (±0.5, ±1.5, ±2.5).
 fn inputs(draw: &mut Draw, op: &str, dtype: DType, n: usize) -> Vec<Elem> {
+    if is_complex(dtype) {
+        let (low, high) = complex::domain(op);
+        return complex::draws(draw, dtype, n, low, high);
+    }
     if !is_real(dtype) {
         return cases::elems(draw, dtype, n, 0.0, 1.0);
     }
@@ -304,6 +329,7 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, x: &Tensor, logica
     let out_dtype = out.dtype();
     assert_elems(&target.what(op, dtype, case), out_dtype, &got, &want, |i| match logical[i] {
         Elem::F(v) => tolerance(op, dtype, v),
+        Elem::C(..) => complex::unary_tolerance(op, dtype),
         _ => Tol::EXACT,
     });
 }
@@ -343,6 +369,11 @@ fn defined_at(op: &str, x: f64) -> bool {
 pub fn unary_special_values(target: &Target) {
     let mut coverage = Coverage::new(target, "unary", "special values");
     for (op, dtype) in target.entries("unary") {
+        if is_complex(dtype) {
+            complex_special_values(target, op, dtype);
+            coverage.saw(op, dtype);
+            continue;
+        }
         let values: Vec<Elem> =
             cases::specials(dtype).into_iter().filter(|v| !matches!(v, Elem::F(x) if !defined_at(op, *x))).collect();
         for clip in bound_cases(op, dtype) {
@@ -352,6 +383,93 @@ pub fn unary_special_values(target: &Target) {
         coverage.saw(op, dtype);
     }
     coverage.assert_complete();
+}
+
+/// The complex ops the spec defines itself at every special value (their references hold
+/// there); the others are the C library's functions, or built from them.
+fn defined_at_specials(op: &str) -> bool {
+    matches!(
+        op,
+        "neg"
+            | "conj"
+            | "real"
+            | "imag"
+            | "abs"
+            | "round"
+            | "isnan"
+            | "isinf"
+            | "isfinite"
+            | "square"
+            | "reciprocal"
+            | "sign"
+    )
+}
+
+/// `op` on the complex special values: against the reference where the spec defines it
+/// exactly, else by C99's symmetries (`f(conj z) = conj f(z)`; `f(-z) = -f(z)` when odd), each
+/// part NaN for NaN, an infinity or a zero equal to the bit (but for its sign beside a NaN
+/// part, which C99 leaves open), another value within 4 ulps, at every input whose moved parts
+/// are not NaN.
+fn complex_special_values(target: &Target, op: &'static str, dtype: DType) {
+    let values = complex::specials(dtype);
+    let shape = [values.len() as i64];
+    let x = target.tensor(dtype, &shape, &values);
+    if defined_at_specials(op) {
+        check(target, op, dtype, "special values", &x, &values, None);
+        return;
+    }
+    let run = |v: &[Elem]| read(&target.run1(op, dtype, &Attrs::new(), &[&target.tensor(dtype, &shape, v)]));
+    // NaN for NaN, infinities and zeros to the bit (their signs are what C99 fixes), other
+    // values within 4 ulps (the C library rounds the two sides of a symmetry apart)
+    let part = crate::reference::format(dtype).expect("a complex dtype");
+    // beside a NaN part C99 leaves the sign of a zero or an infinity open ("NaN ± i0")
+    let same = |a: f64, b: f64, beside_nan: bool| {
+        if a.is_nan() || b.is_nan() {
+            a.is_nan() && b.is_nan()
+        } else if beside_nan && (a == 0.0 || a.is_infinite()) {
+            a.abs() == b.abs()
+        } else if a == 0.0 || b == 0.0 || a.is_infinite() || b.is_infinite() {
+            a.to_bits() == b.to_bits()
+        } else {
+            (a - b).abs() <= 4.0 * part.ulp(a)
+        }
+    };
+    let at = run(&values);
+    let mut symmetries = vec![("f(conj z) = conj f(z)", values.iter().map(|&v| conj(v)).collect::<Vec<_>>(), false)];
+    if complex::is_odd(op) {
+        symmetries.push(("f(-z) = -f(z)", values.iter().map(|&v| negate(v)).collect(), true));
+    }
+    for (law, moved, odd) in symmetries {
+        for (i, (&got, &f)) in run(&moved).iter().zip(&at).enumerate() {
+            // a NaN part that the move flips is the same NaN: the law says nothing there
+            let Elem::C(re, im) = values[i] else { unreachable!("complex inputs") };
+            if im.is_nan() || (odd && re.is_nan()) {
+                continue;
+            }
+            let want = if odd { negate(f) } else { conj(f) };
+            let (Elem::C(gr, gi), Elem::C(wr, wi)) = (got, want) else { panic!("{op}: complex results") };
+            assert!(
+                same(gr, wr, wi.is_nan()) && same(gi, wi, wr.is_nan()),
+                "{}: {law} fails at z = {:?}: f(z) = {f:?}, the moved input gives {got:?}",
+                target.what(op, dtype, "special values"),
+                values[i]
+            );
+        }
+    }
+}
+
+fn conj(v: Elem) -> Elem {
+    match v {
+        Elem::C(re, im) => Elem::C(re, -im),
+        other => other,
+    }
+}
+
+fn negate(v: Elem) -> Elem {
+    match v {
+        Elem::C(re, im) => Elem::C(-re, -im),
+        other => other,
+    }
 }
 
 /// Transposed, strided (narrowed with a step) and stride-0 broadcast inputs, shape [2, 3, 5].

@@ -302,6 +302,8 @@ fn launch(spec: &Binary, launch: Launch<'_>) -> Result<()> {
         DType::Uint32 => run_int::<u32>(spec, &launch),
         DType::Uint64 => run_int::<u64>(spec, &launch),
         DType::Bool => run_bool(spec, &launch),
+        DType::Complex64 => super::complex::binary::<f32>(spec, &launch),
+        DType::Complex128 => super::complex::binary::<f64>(spec, &launch),
         other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op.name()))),
     }
 }

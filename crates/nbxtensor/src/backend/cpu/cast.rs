@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::cast::Cast;
 use crate::settings::tiling;
-use crate::tensor::Tensor;
+use crate::tensor::{Complex, Tensor};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::sync::OnceLock;
@@ -26,14 +26,10 @@ struct E4m3(u8);
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 struct E5m2(u8);
-/// A complex64 element: real, imaginary.
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct C64([f32; 2]);
-/// A complex128 element: real, imaginary.
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct C128([f64; 2]);
+/// A complex64 element.
+type C64 = Complex<f32>;
+/// A complex128 element.
+type C128 = Complex<f64>;
 
 fn e4m3() -> &'static Fp8Format {
     static FORMAT: OnceLock<Fp8Format> = OnceLock::new();
@@ -184,37 +180,37 @@ impl CastOut for Bool {
 
 impl CastOut for C64 {
     fn from_int(value: i128) -> C64 {
-        C64([value as f32, 0.0])
+        Complex::new(value as f32, 0.0)
     }
     fn from_f32(value: f32) -> C64 {
-        C64([value, 0.0])
+        Complex::new(value, 0.0)
     }
     fn from_f64(value: f64) -> C64 {
-        C64([value as f32, 0.0])
+        Complex::new(value as f32, 0.0)
     }
 }
 
 impl ComplexOut for C64 {
     fn from_parts(re: f64, im: f64) -> C64 {
-        C64([re as f32, im as f32])
+        Complex::new(re as f32, im as f32)
     }
 }
 
 impl CastOut for C128 {
     fn from_int(value: i128) -> C128 {
-        C128([value as f64, 0.0])
+        Complex::new(value as f64, 0.0)
     }
     fn from_f32(value: f32) -> C128 {
-        C128([f64::from(value), 0.0])
+        Complex::new(f64::from(value), 0.0)
     }
     fn from_f64(value: f64) -> C128 {
-        C128([value, 0.0])
+        Complex::new(value, 0.0)
     }
 }
 
 impl ComplexOut for C128 {
     fn from_parts(re: f64, im: f64) -> C128 {
-        C128([re, im])
+        Complex::new(re, im)
     }
 }
 
@@ -225,13 +221,13 @@ trait ComplexIn: Copy + Send + Sync {
 
 impl ComplexIn for C64 {
     fn parts(self) -> (f64, f64) {
-        (f64::from(self.0[0]), f64::from(self.0[1]))
+        (f64::from(self.re), f64::from(self.im))
     }
 }
 
 impl ComplexIn for C128 {
     fn parts(self) -> (f64, f64) {
-        (self.0[0], self.0[1])
+        (self.re, self.im)
     }
 }
 

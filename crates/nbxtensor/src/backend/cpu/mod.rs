@@ -8,6 +8,7 @@ mod broadcast;
 pub mod buffers;
 mod cast;
 mod compare;
+mod complex;
 mod copy;
 mod create;
 mod decode;

@@ -310,6 +310,16 @@ fn int<T: Integer>(spec: &Reduce, launch: &Launch<'_>) -> Result<()> {
     }
 }
 
+/// A reduction of complex elements (sum, prod, mean), by the complex family's loop `run`.
+fn complex(
+    spec: &Reduce,
+    launch: &Launch<'_>,
+    run: fn(ReduceOp, &Tensor, &Tensor, &[bool]) -> Result<()>,
+) -> Result<()> {
+    let input = &launch.inputs[0];
+    run(spec.op, input, &launch.outputs[0], &spec.reduced(input.ndim())?)
+}
+
 fn launch(spec: &Reduce, launch: Launch<'_>) -> Result<()> {
     match spec.dtype {
         DType::Bool => truth::<u8>(spec, &launch, &as_bytes(&launch.inputs[0])?, |x| x != 0),
@@ -325,6 +335,8 @@ fn launch(spec: &Reduce, launch: Launch<'_>) -> Result<()> {
         DType::Uint16 => int::<u16>(spec, &launch),
         DType::Uint32 => int::<u32>(spec, &launch),
         DType::Uint64 => int::<u64>(spec, &launch),
+        DType::Complex64 => complex(spec, &launch, super::complex::reduce::<f32>),
+        DType::Complex128 => complex(spec, &launch, super::complex::reduce::<f64>),
         other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op.name()))),
     }
 }

@@ -10,7 +10,7 @@ use crate::dtype::policy::FillValue;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::select::{bits_dtype, MaskedFill, Where};
-use crate::tensor::{Element, Tensor};
+use crate::tensor::{Complex, Element, Tensor};
 use half::{bf16, f16};
 
 fn select<T: Element>(launch: &Launch<'_>, bits: DType) -> Result<()> {
@@ -29,6 +29,7 @@ fn launch_where(_: &Where, launch: Launch<'_>) -> Result<()> {
         DType::Uint16 => select::<u16>(&launch, bits),
         DType::Uint32 => select::<u32>(&launch, bits),
         DType::Uint64 => select::<u64>(&launch, bits),
+        DType::Complex128 => select::<Complex<f64>>(&launch, bits),
         other => Err(KernelError::Invalid(format!("where: no loop for {other} elements"))),
     }
 }

@@ -1,6 +1,7 @@
 //! The unary ops on the host (`ops::spec::unary` says what each computes): floats through
 //! [`Real`] (float32 for float32 and the half formats, float64 for float64; the gelu forms by
-//! the vectorized `gelu_f32`), integers and bool through their own loops. Every loop reads
+//! the vectorized `gelu_f32`), integers and bool through their own loops, complex numbers
+//! through the complex family's (`complex.rs`). Every loop reads
 //! each element before it writes the same one, so a launch planned in place is safe.
 
 use super::buffers::map_into;
@@ -109,6 +110,8 @@ fn run_float<T: Stored>(spec: &Unary, launch: &Launch<'_>) -> Result<()> {
                 }
             })
         }
+        UnaryOp::Real | UnaryOp::Conj => map::<T>(launch, |v| v),
+        UnaryOp::Imag => map::<T>(launch, |_| zero),
         UnaryOp::LogicalNot | UnaryOp::BitwiseInvert => {
             Err(KernelError::Invalid(format!("{}: no float loop", spec.op.name())))
         }
@@ -178,6 +181,8 @@ fn run_int<T: Integer>(spec: &Unary, launch: &Launch<'_>) -> Result<()> {
         UnaryOp::Sign => same(T::sign),
         UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round | UnaryOp::Trunc => same(|v| v),
         UnaryOp::BitwiseInvert => same(T::invert),
+        UnaryOp::Real | UnaryOp::Conj => same(|v| v),
+        UnaryOp::Imag => same(|_| T::ZERO),
         UnaryOp::Isnan | UnaryOp::Isinf => map_into(x, &as_bytes(y)?, |_: T| 0u8),
         UnaryOp::Isfinite => map_into(x, &as_bytes(y)?, |_: T| 1u8),
         UnaryOp::Clip => {
@@ -226,6 +231,8 @@ fn launch(spec: &Unary, launch: Launch<'_>) -> Result<()> {
         DType::Uint32 => run_int::<u32>(spec, &launch),
         DType::Uint64 => run_int::<u64>(spec, &launch),
         DType::Bool => run_bool(spec, &launch),
+        DType::Complex64 => super::complex::unary::<f32>(spec, &launch),
+        DType::Complex128 => super::complex::unary::<f64>(spec, &launch),
         other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op.name()))),
     }
 }

@@ -356,4 +356,29 @@ mod tests {
         assert!(table.has("sin", DType::Bfloat16) && table.has("bitwise_xor", DType::Bool));
         assert!(!table.has("exp", DType::Float64));
     }
+
+    /// No CUDA kernel computes with complex numbers: every op the specs define on complex64 or
+    /// complex128 (but those that only move bytes: casts and copies, gathers, selection), and
+    /// real, imag and conj on every dtype, are refused by the table naming op, dtype and
+    /// backend (no GPU needed: the table is built without one).
+    #[test]
+    fn complex_is_refused_by_name() {
+        let table = cuda_backend(0).launches();
+        let mut refused = 0;
+        for def in crate::ops::spec::catalogue().iter().filter(|d| !matches!(d.family, "cast" | "gather" | "select")) {
+            for &dtype in def.dtypes() {
+                let complex = dtype.kind() == Kind::Complex;
+                if !(complex || matches!(def.name, "real" | "imag" | "conj")) || table.has(def.name, dtype) {
+                    assert!(!complex, "{}: served on {dtype}", def.name);
+                    continue;
+                }
+                let err = table.bind(def.name, dtype, &crate::kernel::Attrs::new()).map(drop).unwrap_err();
+                assert!(matches!(err, KernelError::Missing { .. }), "{}: {err}", def.name);
+                let text = err.to_string();
+                assert!(text.contains(def.name) && text.contains(dtype.name()) && text.contains("cuda"), "{text}");
+                refused += 1;
+            }
+        }
+        assert!(refused > 40, "only {refused} complex pairs refused");
+    }
 }

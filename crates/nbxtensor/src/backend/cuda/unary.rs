@@ -83,8 +83,13 @@ fn run(spec: &Unary, launch: Launch<'_>) -> Result<()> {
     f.launch(elementwise_grid(f.context(), n), [THREADS, 1, 1], 0, &mut args)
 }
 
-/// The dtypes the GPU serves `op` on: the op's dtypes but float64 (no float64 kernels).
+/// The dtypes the GPU serves `op` on: the op's dtypes but float64 (no float64 kernels) and
+/// the complex ones; none for real, imag and conj (ops of complex numbers, which no kernel here
+/// holds: a call is refused naming op, dtype and backend).
 fn served(op: UnaryOp) -> Vec<DType> {
+    if matches!(op, UnaryOp::Real | UnaryOp::Imag | UnaryOp::Conj) {
+        return Vec::new();
+    }
     op.dtypes()
         .iter()
         .copied()

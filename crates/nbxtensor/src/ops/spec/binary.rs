@@ -10,8 +10,12 @@
 //!   the bases 1 and -1).
 //! - On the floats only: div (true division), atan2, copysign, hypot, logaddexp and nextafter
 //!   (the next value of the stored dtype, so float16 and bfloat16 step by their own ulp).
-//! - Comparisons (eq, ne, lt, le, gt, ge) on every number dtype and bool, to bool; NaN is
+//! - Comparisons (eq, ne, lt, le, gt, ge) on every real number dtype and bool, to bool; NaN is
 //!   unequal to everything.
+//! - On complex64 and complex128: add, sub, mul (numpy's product of four real products), div
+//!   (Smith's algorithm, as numpy), pow (numpy's rules: `z^0 = 1`, `0^w` 0 for a `w` of positive
+//!   real part else NaN, small integer powers by repeated products, cpow otherwise), eq and ne (both
+//!   parts equal).
 //! - logical_and, logical_or, logical_xor on bool; bitwise_and, bitwise_or, bitwise_xor on
 //!   the integers and bool; bitwise_left_shift and bitwise_right_shift on the integers (the
 //!   right shift of a signed integer keeps its sign; a count past the width, or negative, shifts
@@ -26,8 +30,11 @@ use std::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Takes {
     Floats,
+    Inexact,
     Numbers,
+    Arithmetic,
     Everything,
+    EveryNumber,
     Bits,
     Integers,
     Bool,
@@ -37,8 +44,11 @@ impl Takes {
     fn dtypes(self) -> &'static [DType] {
         match self {
             Takes::Floats => &REALS,
+            Takes::Inexact => &super::INEXACT,
             Takes::Numbers => &super::NUMBERS,
+            Takes::Arithmetic => &super::ARITHMETIC,
             Takes::Everything => &super::EVERYTHING,
+            Takes::EveryNumber => &super::EVERY_NUMBER,
             Takes::Bits => &super::BITS,
             Takes::Integers => &INTEGERS,
             Takes::Bool => &[DType::Bool],
@@ -109,22 +119,27 @@ pub enum BinaryOp {
 
 /// Each op: its name, the dtypes it takes, and what it computes.
 const OPS: [(BinaryOp, &str, Takes, &str); 28] = [
-    (BinaryOp::Add, "add", Takes::Numbers, "a + b, broadcast (integers wrap)"),
-    (BinaryOp::Sub, "sub", Takes::Numbers, "a - b, broadcast (integers wrap)"),
-    (BinaryOp::Mul, "mul", Takes::Numbers, "a * b, broadcast (integers wrap)"),
-    (BinaryOp::Div, "div", Takes::Floats, "a / b, broadcast: true division"),
-    (BinaryOp::Pow, "pow", Takes::Numbers, "a to the power b, broadcast"),
+    (BinaryOp::Add, "add", Takes::Arithmetic, "a + b, broadcast (integers wrap)"),
+    (BinaryOp::Sub, "sub", Takes::Arithmetic, "a - b, broadcast (integers wrap)"),
+    (BinaryOp::Mul, "mul", Takes::Arithmetic, "a * b, broadcast (integers wrap)"),
+    (BinaryOp::Div, "div", Takes::Inexact, "a / b, broadcast: true division"),
+    (BinaryOp::Pow, "pow", Takes::Arithmetic, "a to the power b, broadcast"),
     (BinaryOp::Maximum, "maximum", Takes::Numbers, "the larger of a and b; NaN when either is"),
     (BinaryOp::Minimum, "minimum", Takes::Numbers, "the smaller of a and b; NaN when either is"),
     (BinaryOp::Remainder, "remainder", Takes::Numbers, "a mod b with the sign of b (Python's %)"),
-    (BinaryOp::FloorDivide, "floor_divide", Takes::Numbers, "floor(a / b) (Python's //; a / b when one operand is infinite)"),
+    (
+        BinaryOp::FloorDivide,
+        "floor_divide",
+        Takes::Numbers,
+        "floor(a / b) (Python's //; a / b when one operand is infinite)",
+    ),
     (BinaryOp::Atan2, "atan2", Takes::Floats, "the angle of the point (b, a)"),
     (BinaryOp::Copysign, "copysign", Takes::Floats, "|a| with the sign of b"),
     (BinaryOp::Hypot, "hypot", Takes::Floats, "sqrt(a² + b²) without overflow"),
     (BinaryOp::Logaddexp, "logaddexp", Takes::Floats, "ln(e^a + e^b) without overflow"),
     (BinaryOp::Nextafter, "nextafter", Takes::Floats, "the next value of the dtype after a toward b"),
-    (BinaryOp::Eq, "eq", Takes::Everything, "a == b, as bool"),
-    (BinaryOp::Ne, "ne", Takes::Everything, "a != b, as bool (true where either is NaN)"),
+    (BinaryOp::Eq, "eq", Takes::EveryNumber, "a == b, as bool"),
+    (BinaryOp::Ne, "ne", Takes::EveryNumber, "a != b, as bool (true where either is NaN)"),
     (BinaryOp::Lt, "lt", Takes::Everything, "a < b, as bool"),
     (BinaryOp::Le, "le", Takes::Everything, "a <= b, as bool"),
     (BinaryOp::Gt, "gt", Takes::Everything, "a > b, as bool"),
@@ -221,7 +236,7 @@ impl Spec for Binary {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let shape = check_pair(self.op.name(), self.dtype, inputs)?;
         let out = TensorMeta::new(self.op.output_dtype(self.dtype), &shape);
-        let flops = out.numel()?;
+        let flops = super::flops_of(self.dtype, out.numel()?, 1);
         let mut cost = Cost::simple(vec![out], inputs[0].bytes()?.saturating_add(inputs[1].bytes()?), flops)?;
         if !self.op.is_comparison() {
             // an operand of the output's shape is read at each position before it is written

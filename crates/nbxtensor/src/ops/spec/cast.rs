@@ -131,7 +131,9 @@ impl Assign {
     /// refused naming both shapes when they do not fit.
     pub fn value_strides(dst: &[i64], value: &[i64], strides: &[i64]) -> Result<Vec<i64>> {
         crate::shape::broadcast_strides(value, strides, dst).map_err(|e| {
-            KernelError::Invalid(format!("assign: the value {value:?} does not broadcast to the destination {dst:?}: {e}"))
+            KernelError::Invalid(format!(
+                "assign: the value {value:?} does not broadcast to the destination {dst:?}: {e}"
+            ))
         })
     }
 
@@ -190,7 +192,8 @@ impl Spec for Assign {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let (dst, src) = self.operands(inputs)?;
         // the broadcast is checked on shapes alone (contiguous strides stand in for the layout)
-        let strides = crate::shape::contiguous_strides(&src.shape).map_err(|e| KernelError::Invalid(format!("assign: {e}")))?;
+        let strides =
+            crate::shape::contiguous_strides(&src.shape).map_err(|e| KernelError::Invalid(format!("assign: {e}")))?;
         Assign::value_strides(&dst.shape, &src.shape, &strides)?;
         let mut cost = Cost::simple(Vec::new(), src.bytes()?, 0)?;
         cost.bytes_written = dst.bytes()?;

@@ -9,11 +9,12 @@
 //! - `linear(x, weight[, bias])`: `x · weightᵀ + bias` with `weight` `[out, in]`, the
 //!   optional `bias` `[out]` a third input, any leading dims on `x`.
 //!
-//! Declared flops: `2·m·n·k` per matrix of the batch (plus `m·n` for a bias). The spec
+//! Declared flops: `2·m·n·k` per matrix of the batch (plus `m·n` for a bias), each complex
+//! operation counting [`super::COMPLEX_OPS`] (a plain row loop on the host). The spec
 //! declares no workspace; a backend that needs one (widened half operands on the CPU,
 //! cuBLASLt's on CUDA) declares it through its workspace hook.
 
-use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS, NUMBERS};
+use super::{require_dtype, AttrDoc, OpDef, Spec, ARITHMETIC, FLOATS};
 use crate::dtype::DType;
 use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
 use crate::shape;
@@ -77,7 +78,7 @@ fn factor(shape: &[i64], left: bool, transposed: bool) -> (i64, i64, &[i64], boo
 impl Product {
     /// `matmul` of `dtype` (a float or an integer dtype).
     pub fn matmul(dtype: DType, transpose_a: bool, transpose_b: bool) -> Result<Product> {
-        require_dtype("matmul", dtype, &NUMBERS)?;
+        require_dtype("matmul", dtype, &ARITHMETIC)?;
         Ok(Product { op: "matmul", dtype, transpose_a, transpose_b, linear: false })
     }
 
@@ -178,7 +179,7 @@ impl Spec for Product {
         let (m, n, k) = (shapes.m as u64, shapes.n as u64, shapes.k as u64);
         // saturating: broadcast operands are read in place, their products may count past 64 bits
         let bias_flops = if shapes.bias { saturating_product(&[count, m, n]) } else { 0 };
-        let flops = saturating_product(&[count, 2, m, n, k]).saturating_add(bias_flops);
+        let flops = super::flops_of(self.dtype, saturating_product(&[count, 2, m, n, k]), 1).saturating_add(bias_flops);
         let read = crate::kernel::total_bytes(inputs)?;
         Cost::simple(vec![out], read, flops)
     }
@@ -216,7 +217,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "numpy's matmul (batch dims broadcast)",
         inputs: &["a", "b"],
         attrs: TRANSPOSES,
-        dtypes: |_| &NUMBERS,
+        dtypes: |_| &ARITHMETIC,
         bind: bind_matmul,
         follows_policy: true,
     });

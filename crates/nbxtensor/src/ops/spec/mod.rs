@@ -12,7 +12,7 @@
 //!
 //! | file | ops |
 //! | --- | --- |
-//! | [`unary`] | neg, abs, exp, log, the trigonometric and hyperbolic functions, rounding, tests (isnan …), logical_not, bitwise_invert, clip … |
+//! | [`unary`] | neg, abs, exp, log, the trigonometric and hyperbolic functions, rounding, tests (isnan …), logical_not, bitwise_invert, clip, real, imag, conj … |
 //! | [`binary`] | add, sub, mul, div, pow, maximum, minimum, remainder, floor_divide, atan2 …, the comparisons, the logical and bitwise ops |
 //! | [`select`] | where, masked_fill |
 //! | [`cast`] | cast, copy |
@@ -234,6 +234,29 @@ pub const BITS: [DType; 9] = joined(&[&INTEGERS, &[DType::Bool]]);
 
 /// The floats, the integers and bool.
 pub const EVERYTHING: [DType; 13] = joined(&[&REALS, &INTEGERS, &[DType::Bool]]);
+
+/// The complex dtypes: complex64 (two float32 parts) and complex128 (two float64 parts).
+pub const COMPLEX: [DType; 2] = [DType::Complex64, DType::Complex128];
+
+/// The floats and the complex dtypes (the ops of floating-point arithmetic).
+pub const INEXACT: [DType; 6] = joined(&[&REALS, &COMPLEX]);
+
+/// The real numbers and the complex ones.
+pub const ARITHMETIC: [DType; 14] = joined(&[&NUMBERS, &COMPLEX]);
+
+/// The floats, the integers, bool and the complex dtypes.
+pub const EVERY_NUMBER: [DType; 15] = joined(&[&EVERYTHING, &COMPLEX]);
+
+/// How many operations of its part one operation on a complex element counts in a declared
+/// cost (a complex product is four real products and two sums).
+pub const COMPLEX_OPS: u64 = 4;
+
+/// The declared operations of `per_element` operations on each of `count` elements of
+/// `dtype` (a complex element counts [`COMPLEX_OPS`] times as many).
+pub fn flops_of(dtype: DType, count: u64, per_element: u64) -> u64 {
+    let scale = if dtype.kind() == crate::facts::Kind::Complex { COMPLEX_OPS } else { 1 };
+    count.saturating_mul(per_element).saturating_mul(scale)
+}
 
 /// Every dtype a tensor can hold elements of (a per-element width).
 pub fn sized() -> &'static [DType] {

@@ -10,7 +10,7 @@
 //! dtype and bool, read as truth (nonzero is true, NaN too) and give bool (of no elements:
 //! true and false). max, min, argmax and argmin of no elements are refused.
 
-use super::{one_input, require_dtype, AttrDoc, OpDef, Spec, REALS};
+use super::{one_input, require_dtype, AttrDoc, OpDef, Spec};
 use crate::dtype::DType;
 use crate::facts::Kind;
 use crate::kernel::{Attrs, Cost, KernelError, Result, TensorMeta};
@@ -67,11 +67,13 @@ impl ReduceOp {
         OPS.iter().find(|e| e.1 == name).map(|e| e.0)
     }
 
-    /// The dtypes it takes: mean the floats, all and any every real dtype and bool, the
-    /// others the floats and the integers.
+    /// The dtypes it takes: mean the floats and the complex dtypes, sum and prod the numbers
+    /// (complex included), all and any every real dtype and bool, the others the floats and the
+    /// integers.
     pub fn dtypes(self) -> &'static [DType] {
         match self {
-            ReduceOp::Mean => &REALS,
+            ReduceOp::Mean => &super::INEXACT,
+            ReduceOp::Sum | ReduceOp::Prod => &super::ARITHMETIC,
             ReduceOp::All | ReduceOp::Any => &super::EVERYTHING,
             _ => &super::NUMBERS,
         }
@@ -184,7 +186,7 @@ impl Spec for Reduce {
                 input.shape
             )));
         }
-        Cost::simple(vec![out], input.bytes()?, input.numel()?)
+        Cost::simple(vec![out], input.bytes()?, super::flops_of(self.dtype, input.numel()?, 1))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

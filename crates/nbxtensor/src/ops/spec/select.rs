@@ -16,13 +16,15 @@ use crate::facts::Kind;
 use crate::kernel::{AttrValue, Attrs, Cost, KernelError, Result, TensorMeta};
 use std::sync::Arc;
 
-/// The unsigned integer dtype of `dtype`'s width: `where` copies elements as its bit patterns.
+/// The dtype whose bit patterns `where` copies for elements of `dtype`: the unsigned integer
+/// of its width, and for 16 bytes (complex128, wider than every integer) complex128 itself.
 pub fn bits_dtype(op: &str, dtype: DType) -> Result<DType> {
     let width = dtype.itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
     DType::ALL
         .iter()
         .copied()
         .find(|d| d.kind() == Kind::Uint && d.itemsize().ok() == Some(width))
+        .or_else(|| (DType::Complex128.itemsize().ok() == Some(width)).then_some(DType::Complex128))
         .ok_or_else(|| KernelError::Invalid(format!("{op}: {dtype} elements ({width} bytes) cannot be selected")))
 }
 

@@ -8,11 +8,20 @@
 //! flips the bits. On bool: logical_not and bitwise_invert. isnan, isinf, isfinite and signbit
 //! give bool; every other op gives its input's dtype.
 //!
+//! On complex64 and complex128 (each part float32 or float64): neg, abs (|z|, of the part's
+//! dtype), exp, log, sqrt, the trigonometric and hyperbolic functions and their inverses, expm1,
+//! log1p, log2, log10, reciprocal, square, sign (`z / |z|`, 0 for 0), round (each part), the
+//! tests (isnan and isinf: either part; isfinite: both), real, imag (of the part's dtype) and
+//! conj. Their branch cuts and special values are C99's (Annex G), as the Array API states them.
+//! real, imag and conj also take the real numbers: real and conj give x, imag gives zeros.
+//!
 //! `round` rounds half to even (numpy, the Array API). `clip` takes the attributes `min` and
 //! `max` (each optional, a number): NaN stays NaN, and an integer bound must fit the dtype.
 
 use super::{require_dtype, AttrDoc, OpDef, Spec, REALS};
+use crate::dtype::promotion::complex_part;
 use crate::dtype::DType;
+use crate::facts::Kind;
 use crate::kernel::{AttrValue, Attrs, Cost, KernelError, Result, TensorMeta};
 use std::sync::Arc;
 
@@ -21,8 +30,12 @@ use std::sync::Arc;
 enum Takes {
     /// The floats only.
     Floats,
+    /// The floats and the complex dtypes.
+    Inexact,
     /// The floats and the integers.
     Numbers,
+    /// The floats, the integers and the complex dtypes.
+    Arithmetic,
     /// The integers and bool.
     Bits,
     /// bool only.
@@ -114,52 +127,61 @@ pub enum UnaryOp {
     BitwiseInvert,
     /// x clamped to `[min, max]` (attributes).
     Clip,
+    /// The real part (x itself for a real number).
+    Real,
+    /// The imaginary part (0 for a real number).
+    Imag,
+    /// The complex conjugate (x itself for a real number).
+    Conj,
 }
 
 /// Each op: its name, its operations per element (a transcendental function counts one), the
 /// dtypes it takes, and what it computes.
-const OPS: [(UnaryOp, &str, u64, Takes, &str); 41] = [
-    (UnaryOp::Neg, "neg", 1, Takes::Numbers, "-x (integers wrap)"),
-    (UnaryOp::Abs, "abs", 1, Takes::Numbers, "|x| (integers wrap on the most negative value)"),
-    (UnaryOp::Exp, "exp", 1, Takes::Floats, "e^x"),
-    (UnaryOp::Log, "log", 1, Takes::Floats, "the natural logarithm"),
-    (UnaryOp::Sqrt, "sqrt", 1, Takes::Floats, "the square root"),
+const OPS: [(UnaryOp, &str, u64, Takes, &str); 44] = [
+    (UnaryOp::Neg, "neg", 1, Takes::Arithmetic, "-x (integers wrap)"),
+    (UnaryOp::Abs, "abs", 1, Takes::Arithmetic, "|x| (integers wrap on the most negative value)"),
+    (UnaryOp::Exp, "exp", 1, Takes::Inexact, "e^x"),
+    (UnaryOp::Log, "log", 1, Takes::Inexact, "the natural logarithm"),
+    (UnaryOp::Sqrt, "sqrt", 1, Takes::Inexact, "the square root"),
     (UnaryOp::Rsqrt, "rsqrt", 2, Takes::Floats, "1 / sqrt(x)"),
-    (UnaryOp::Tanh, "tanh", 1, Takes::Floats, "the hyperbolic tangent"),
+    (UnaryOp::Tanh, "tanh", 1, Takes::Inexact, "the hyperbolic tangent"),
     (UnaryOp::Sigmoid, "sigmoid", 4, Takes::Floats, "1 / (1 + e^-x)"),
     (UnaryOp::Silu, "silu", 5, Takes::Floats, "x · sigmoid(x)"),
     (UnaryOp::Gelu, "gelu", 5, Takes::Floats, "GELU, the erf form: x/2 · (1 + erf(x/√2))"),
     (UnaryOp::GeluTanh, "gelu_tanh", 10, Takes::Floats, "GELU, the tanh approximation"),
     (UnaryOp::Relu, "relu", 1, Takes::Numbers, "max(x, 0); NaN stays NaN"),
-    (UnaryOp::Sin, "sin", 1, Takes::Floats, "the sine"),
-    (UnaryOp::Cos, "cos", 1, Takes::Floats, "the cosine"),
-    (UnaryOp::Tan, "tan", 1, Takes::Floats, "the tangent"),
-    (UnaryOp::Asin, "asin", 1, Takes::Floats, "the inverse sine"),
-    (UnaryOp::Acos, "acos", 1, Takes::Floats, "the inverse cosine"),
-    (UnaryOp::Atan, "atan", 1, Takes::Floats, "the inverse tangent"),
-    (UnaryOp::Sinh, "sinh", 1, Takes::Floats, "the hyperbolic sine"),
-    (UnaryOp::Cosh, "cosh", 1, Takes::Floats, "the hyperbolic cosine"),
-    (UnaryOp::Asinh, "asinh", 1, Takes::Floats, "the inverse hyperbolic sine"),
-    (UnaryOp::Acosh, "acosh", 1, Takes::Floats, "the inverse hyperbolic cosine"),
-    (UnaryOp::Atanh, "atanh", 1, Takes::Floats, "the inverse hyperbolic tangent"),
-    (UnaryOp::Expm1, "expm1", 1, Takes::Floats, "e^x - 1, accurate near 0"),
-    (UnaryOp::Log1p, "log1p", 1, Takes::Floats, "ln(1 + x), accurate near 0"),
-    (UnaryOp::Log2, "log2", 1, Takes::Floats, "the base-2 logarithm"),
-    (UnaryOp::Log10, "log10", 1, Takes::Floats, "the base-10 logarithm"),
-    (UnaryOp::Reciprocal, "reciprocal", 1, Takes::Floats, "1 / x"),
-    (UnaryOp::Square, "square", 1, Takes::Numbers, "x · x (integers wrap)"),
-    (UnaryOp::Sign, "sign", 1, Takes::Numbers, "-1, 0 or 1; NaN stays NaN"),
+    (UnaryOp::Sin, "sin", 1, Takes::Inexact, "the sine"),
+    (UnaryOp::Cos, "cos", 1, Takes::Inexact, "the cosine"),
+    (UnaryOp::Tan, "tan", 1, Takes::Inexact, "the tangent"),
+    (UnaryOp::Asin, "asin", 1, Takes::Inexact, "the inverse sine"),
+    (UnaryOp::Acos, "acos", 1, Takes::Inexact, "the inverse cosine"),
+    (UnaryOp::Atan, "atan", 1, Takes::Inexact, "the inverse tangent"),
+    (UnaryOp::Sinh, "sinh", 1, Takes::Inexact, "the hyperbolic sine"),
+    (UnaryOp::Cosh, "cosh", 1, Takes::Inexact, "the hyperbolic cosine"),
+    (UnaryOp::Asinh, "asinh", 1, Takes::Inexact, "the inverse hyperbolic sine"),
+    (UnaryOp::Acosh, "acosh", 1, Takes::Inexact, "the inverse hyperbolic cosine"),
+    (UnaryOp::Atanh, "atanh", 1, Takes::Inexact, "the inverse hyperbolic tangent"),
+    (UnaryOp::Expm1, "expm1", 1, Takes::Inexact, "e^x - 1, accurate near 0"),
+    (UnaryOp::Log1p, "log1p", 1, Takes::Inexact, "ln(1 + x), accurate near 0"),
+    (UnaryOp::Log2, "log2", 1, Takes::Inexact, "the base-2 logarithm"),
+    (UnaryOp::Log10, "log10", 1, Takes::Inexact, "the base-10 logarithm"),
+    (UnaryOp::Reciprocal, "reciprocal", 1, Takes::Inexact, "1 / x"),
+    (UnaryOp::Square, "square", 1, Takes::Arithmetic, "x · x (integers wrap)"),
+    (UnaryOp::Sign, "sign", 1, Takes::Arithmetic, "-1, 0 or 1; NaN stays NaN"),
     (UnaryOp::Floor, "floor", 1, Takes::Numbers, "rounded toward -inf"),
     (UnaryOp::Ceil, "ceil", 1, Takes::Numbers, "rounded toward +inf"),
-    (UnaryOp::Round, "round", 1, Takes::Numbers, "rounded to nearest, half to even"),
+    (UnaryOp::Round, "round", 1, Takes::Arithmetic, "rounded to nearest, half to even"),
     (UnaryOp::Trunc, "trunc", 1, Takes::Numbers, "rounded toward 0"),
-    (UnaryOp::Isnan, "isnan", 1, Takes::Numbers, "whether x is NaN (bool)"),
-    (UnaryOp::Isinf, "isinf", 1, Takes::Numbers, "whether x is infinite (bool)"),
-    (UnaryOp::Isfinite, "isfinite", 1, Takes::Numbers, "whether x is finite (bool)"),
+    (UnaryOp::Isnan, "isnan", 1, Takes::Arithmetic, "whether x is NaN (bool)"),
+    (UnaryOp::Isinf, "isinf", 1, Takes::Arithmetic, "whether x is infinite (bool)"),
+    (UnaryOp::Isfinite, "isfinite", 1, Takes::Arithmetic, "whether x is finite (bool)"),
     (UnaryOp::Signbit, "signbit", 1, Takes::Floats, "whether the sign bit of x is set (bool)"),
     (UnaryOp::LogicalNot, "logical_not", 1, Takes::Bool, "not x (bool)"),
     (UnaryOp::BitwiseInvert, "bitwise_invert", 1, Takes::Bits, "~x, the bits flipped"),
     (UnaryOp::Clip, "clip", 2, Takes::Numbers, "x clamped to [min, max]; NaN stays NaN"),
+    (UnaryOp::Real, "real", 0, Takes::Arithmetic, "the real part (x for a real number)"),
+    (UnaryOp::Imag, "imag", 0, Takes::Arithmetic, "the imaginary part (0 for a real number)"),
+    (UnaryOp::Conj, "conj", 1, Takes::Arithmetic, "the complex conjugate (x for a real number)"),
 ];
 
 impl UnaryOp {
@@ -186,17 +208,23 @@ impl UnaryOp {
     pub fn dtypes(self) -> &'static [DType] {
         match self.entry().3 {
             Takes::Floats => &REALS,
+            Takes::Inexact => &super::INEXACT,
             Takes::Numbers => &super::NUMBERS,
+            Takes::Arithmetic => &super::ARITHMETIC,
             Takes::Bits => &super::BITS,
             Takes::Bool => &[DType::Bool],
         }
     }
 
-    /// The dtype of its output on an input of `dtype` (bool for the tests).
-    pub fn output_dtype(self, dtype: DType) -> DType {
+    /// The dtype of its output on an input of `dtype` (bool for the tests; the part's dtype
+    /// for abs, real and imag of a complex input).
+    pub fn output_dtype(self, dtype: DType) -> Result<DType> {
         match self {
-            UnaryOp::Isnan | UnaryOp::Isinf | UnaryOp::Isfinite | UnaryOp::Signbit => DType::Bool,
-            _ => dtype,
+            UnaryOp::Isnan | UnaryOp::Isinf | UnaryOp::Isfinite | UnaryOp::Signbit => Ok(DType::Bool),
+            UnaryOp::Abs | UnaryOp::Real | UnaryOp::Imag if dtype.kind() == Kind::Complex => {
+                complex_part(dtype).map_err(|e| KernelError::Invalid(format!("{}: {e}", self.name())))
+            }
+            _ => Ok(dtype),
         }
     }
 }
@@ -290,8 +318,8 @@ impl Spec for Unary {
 
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let input = super::one_input(self.op.name(), self.dtype, inputs)?;
-        let output = TensorMeta::new(self.op.output_dtype(self.dtype), &input.shape);
-        let flops = input.numel()?.saturating_mul(self.op.entry().2);
+        let output = TensorMeta::new(self.op.output_dtype(self.dtype)?, &input.shape);
+        let flops = super::flops_of(self.dtype, input.numel()?, self.op.entry().2);
         let same_width = output.dtype.itemsize().ok() == input.dtype.itemsize().ok();
         let mut cost = Cost::simple(vec![output], input.bytes()?, flops)?;
         if same_width {

@@ -35,7 +35,7 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::matmul::Product;
 use crate::shape;
-use crate::tensor::Tensor;
+use crate::tensor::{Complex, Tensor};
 use half::{bf16, f16};
 
 /// One operand's strides as a factor of the product (its batch dims and their strides).
@@ -199,14 +199,16 @@ fn launch(spec: &Product, mut launch: Launch<'_>) -> Result<()> {
         DType::Uint16 => run_exact::<u16>(spec, &launch),
         DType::Uint32 => run_exact::<u32>(spec, &launch),
         DType::Uint64 => run_exact::<u64>(spec, &launch),
+        DType::Complex64 => run_exact::<Complex<f32>>(spec, &launch),
+        DType::Complex128 => run_exact::<Complex<f64>>(spec, &launch),
         other => Err(KernelError::Invalid(format!("{}: no loop for {other}", spec.op))),
     }
 }
 
-/// Registers `matmul` on the floats and the integers, `linear` on float32, float16 and
+/// Registers `matmul` on the floats, the integers and the complex dtypes, `linear` on float32, float16 and
 /// bfloat16.
 pub fn register(table: &mut LaunchTable) {
-    table.register_with_workspace("matmul", &crate::ops::spec::NUMBERS, launch, workspace);
+    table.register_with_workspace("matmul", &crate::ops::spec::ARITHMETIC, launch, workspace);
     table.register_with_workspace("linear", &crate::ops::spec::FLOATS, launch, workspace);
 }
 

@@ -4,6 +4,7 @@
 //! narrowed inputs), batch dims broadcast with stride 0.
 
 use crate::settings::threads;
+use crate::tensor::Complex;
 use gemm::Parallelism;
 use rayon::prelude::*;
 
@@ -128,7 +129,8 @@ impl<T> Operand<T> {
     }
 }
 
-/// An element a product runs on: float32 and float64 through `gemm`, the integers through
+/// An element a product runs on: float32, float64, complex64 and complex128 through `gemm`
+/// (complex products unconjugated), the integers through
 /// a row loop that wraps as the dtype's arithmetic does.
 pub trait Entry: Copy + Send + Sync + 'static {
     /// One `m × k` by `k × n` product into the row-major `dst` (`m·n` values); with
@@ -147,17 +149,22 @@ pub trait Entry: Copy + Send + Sync + 'static {
 }
 
 macro_rules! gemm_entry {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $zero:expr, $one:expr);* $(;)?) => {$(
         impl Entry for $t {
             unsafe fn product(dims: &Dims, a: Matrix<$t>, b: Matrix<$t>, dst: &mut [$t], accumulate: bool, parallelism: Parallelism) {
                 // SAFETY: as the caller guarantees.
-                unsafe { gemm_product(dims, a, b, dst, accumulate, parallelism, 0.0, 1.0) }
+                unsafe { gemm_product(dims, a, b, dst, accumulate, parallelism, $zero, $one) }
             }
         }
     )*};
 }
 
-gemm_entry!(f32, f64);
+gemm_entry!(
+    f32 => 0.0, 1.0;
+    f64 => 0.0, 1.0;
+    Complex<f32> => Complex::new(0.0, 0.0), Complex::new(1.0, 0.0);
+    Complex<f64> => Complex::new(0.0, 0.0), Complex::new(1.0, 0.0);
+);
 
 macro_rules! int_entry {
     ($($t:ty),*) => {$(
