@@ -50,10 +50,22 @@ def tensordot(x1: Tensor, x2: Tensor, /, *, axes: int | tuple[Sequence[int], Seq
 def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     """The dot product of vectors along ``axis`` (the other dims broadcast): ``sum(conj(x1) *
     x2)``, x1 conjugated where it is complex, as the standard defines it."""
-    x1, x2 = broadcast_arrays(*_common([x1, x2]))
-    at = _axis(axis, x1.ndim, "vecdot")
-    if _dtypes.kind(x1.dtype) == "complex":
+    x1, x2 = _common([x1, x2])
+    ndim = max(x1.ndim, x2.ndim)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"vecdot: axis {axis} is out of range for {ndim} dims")
+    axis = axis - ndim if axis >= 0 else axis
+    # the contracted dim is not broadcast: both operands must have it, of one length
+    n1 = x1.shape[axis] if -x1.ndim <= axis else 1
+    n2 = x2.shape[axis] if -x2.ndim <= axis else 1
+    if n1 != n2 or -x1.ndim > axis or -x2.ndim > axis:
+        raise ValueError(f"vecdot: dim {axis} of {x1.shape} and of {x2.shape} must be of one length")
+    dtype = x1.dtype
+    x1, x2 = broadcast_arrays(x1, x2)
+    if _dtypes.kind(dtype) == "complex":
         x1 = ops.conj(x1)
-    return ops.sum(ops.mul(x1, x2), [at], False)
+    out = ops.sum(ops.mul(x1, x2), [ndim + axis], False)
+    # the sum widens integers and bool; the product's dtype is the operands'
+    return out if out.dtype == dtype else ops.cast(out, dtype)
 
 

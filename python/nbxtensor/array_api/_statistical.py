@@ -140,8 +140,9 @@ def argmin(x: Tensor, /, *, axis: int | None = None, keepdims: bool = False) -> 
 
 
 def count_nonzero(x: Tensor, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:
-    """The number of non-zero elements along ``axis`` (int64)."""
-    return ops.sum(ops.cast(ops.cast(x, "bool"), "int64"), _axes(axis, x.ndim, "count_nonzero"), keepdims)
+    """The number of non-zero elements along ``axis`` (int64; a complex element is non-zero
+    when either part is)."""
+    return ops.sum(ops.cast(ops.ne(x, 0), "int64"), _axes(axis, x.ndim, "count_nonzero"), keepdims)
 
 
 def where(condition: Tensor, x1: Any, x2: Any, /) -> Tensor:

@@ -21,6 +21,8 @@ from ._elementwise import __all__ as _elementwise_names
 from ._linalg import *  # noqa: F401,F403
 from ._reduce import *  # noqa: F401,F403 - also re-exported by _elementwise; named here for type checkers
 from ._linalg import __all__ as _linalg_names
+from ._solvers import *  # noqa: F401,F403
+from ._solvers import __all__ as _solvers_names
 from ._sort import *  # noqa: F401,F403
 from ._sort import __all__ as _sort_names
 
@@ -36,4 +38,4 @@ def call(op: str, inputs: Iterable[Tensor], **attrs: Any) -> list[Tensor]:
 
 
 __all__ = ["autotune_settings", "launch_observer", "tiling_policy", "call", "capability_table"]
-__all__ += _elementwise_names + _linalg_names + _create_names + _sort_names
+__all__ += _elementwise_names + _linalg_names + _create_names + _sort_names + _solvers_names

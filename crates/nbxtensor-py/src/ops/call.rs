@@ -207,6 +207,15 @@ fn scan(py: Python<'_>, op: &str, x: PyRef<'_, Tensor>, axis: i64, include_initi
     computed(py, on_gpu, || x.scan(which, axis, include_initial)).map(Tensor::wrap)
 }
 
+/// The solution X of A·X = B, as the typed API solves it: the two promoted to one dtype, the
+/// batches broadcast, a 1-d `b` one vector for every A; a singular A refused by name.
+#[pyfunction]
+fn solve(py: Python<'_>, a: PyRef<'_, Tensor>, b: PyRef<'_, Tensor>) -> PyResult<Tensor> {
+    let on_gpu = !nbxtensor::backend::of(a.inner.device()).host_addressable();
+    let (a, b) = (&a.inner, &b.inner);
+    computed(py, on_gpu, || a.solve(b)).map(Tensor::wrap)
+}
+
 /// A start or step of `iota` from Python: an int (of 64 bits) or a float; a bool or anything
 /// else refused by name.
 fn iota_term(name: &str, value: &Bound<'_, PyAny>) -> PyResult<nbxtensor::ops::spec::create::Term> {
@@ -263,5 +272,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reduce, m)?)?;
     m.add_function(wrap_pyfunction!(iota, m)?)?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;
+    m.add_function(wrap_pyfunction!(solve, m)?)?;
     Ok(())
 }

@@ -23,6 +23,7 @@ use super::spec::cast::{Assign, Cast, Copy};
 use super::spec::create::{Iota, Term};
 use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
+use super::spec::linalg::{Linalg, LinalgOp};
 use super::spec::matmul::Product;
 use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
 use super::spec::reduce::{Reduce, ReduceOp};
@@ -43,6 +44,11 @@ use std::sync::Arc;
 
 fn one(mut outputs: Vec<Tensor>) -> Tensor {
     outputs.remove(0)
+}
+
+/// The next of `op`'s outputs; refused by name when the launch gave fewer than declared.
+fn next_output(op: &str, outputs: &mut impl Iterator<Item = Tensor>) -> Result<Tensor> {
+    outputs.next().ok_or_else(|| KernelError::Invalid(format!("{op}: gave fewer outputs than it declares")))
 }
 
 /// `x` as the input of a float-only op: bool and integers cast to float32.
@@ -448,6 +454,79 @@ impl Tensor {
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         let inputs: Vec<&Tensor> = std::iter::once(self).chain(std::iter::once(weight)).chain(bias).collect();
         Ok(one(apply("linear", &inputs, Product::linear)?))
+    }
+
+    /// The outputs of the factorization or solver `op` on this stack of matrices (float32 or
+    /// float64: another dtype is refused by name, as the Array API defines them on floats).
+    pub fn linalg(&self, op: LinalgOp) -> Result<Vec<Tensor>> {
+        run(Linalg::new(op, self.dtype())?, &[self])
+    }
+
+    /// The Cholesky factor of these symmetric positive definite matrices: lower L with
+    /// A = L·Lᵀ, or with `upper` U with A = Uᵀ·U.
+    pub fn cholesky(&self, upper: bool) -> Result<Tensor> {
+        Ok(one(self.linalg(LinalgOp::Cholesky { upper })?))
+    }
+
+    /// The QR factorization `(Q, R)`: Q `(..., M, K)` with orthonormal columns and upper
+    /// triangular R `(..., K, N)`; with `complete` Q `(..., M, M)` and R `(..., M, N)`.
+    pub fn qr(&self, complete: bool) -> Result<(Tensor, Tensor)> {
+        let mut out = self.linalg(LinalgOp::Qr { complete })?.into_iter();
+        Ok((next_output("qr", &mut out)?, next_output("qr", &mut out)?))
+    }
+
+    /// The singular value decomposition `(U, S, Vh)`, A = U·diag(S)·Vh, S largest first;
+    /// `full_matrices`: U `(..., M, M)`, Vh `(..., N, N)`, else `(..., M, K)` and `(..., K, N)`.
+    pub fn svd(&self, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
+        let mut out = self.linalg(LinalgOp::Svd { full_matrices })?.into_iter();
+        Ok((next_output("svd", &mut out)?, next_output("svd", &mut out)?, next_output("svd", &mut out)?))
+    }
+
+    /// The singular values `(..., K)`, largest first.
+    pub fn svdvals(&self) -> Result<Tensor> {
+        Ok(one(self.linalg(LinalgOp::Svdvals)?))
+    }
+
+    /// The eigenvalues (ascending) and eigenvectors (the columns) of these symmetric matrices,
+    /// read from their lower triangles.
+    pub fn eigh(&self) -> Result<(Tensor, Tensor)> {
+        let mut out = self.linalg(LinalgOp::Eigh)?.into_iter();
+        Ok((next_output("eigh", &mut out)?, next_output("eigh", &mut out)?))
+    }
+
+    /// The eigenvalues (ascending) of these symmetric matrices (their lower triangles).
+    pub fn eigvalsh(&self) -> Result<Tensor> {
+        Ok(one(self.linalg(LinalgOp::Eigvalsh)?))
+    }
+
+    /// The solution X of A·X = B with A these square matrices (`(..., M, M)`) and B `(..., M,
+    /// R)`, the batches broadcast, or B `(M,)` one vector for every A (the Array API's rule: a
+    /// 1-d B is a vector); the two promoted to one dtype. A singular A is refused by name.
+    pub fn solve(&self, b: &Tensor) -> Result<Tensor> {
+        let operands = promote("solve", &[self.into(), b.into()])?;
+        let (a, b) = (&operands[0], &operands[1]);
+        let spec = Linalg::new(LinalgOp::Solve, a.dtype())?;
+        if b.ndim() == 1 {
+            return Ok(one(run(spec, &[a, &b.unsqueeze(-1)?])?).squeeze(Some(-1))?);
+        }
+        Ok(one(run(spec, &[a, b])?))
+    }
+
+    /// The inverses of these square matrices (a singular one refused by name).
+    pub fn inv(&self) -> Result<Tensor> {
+        Ok(one(self.linalg(LinalgOp::Inv)?))
+    }
+
+    /// The determinants `(...)` of these square matrices.
+    pub fn det(&self) -> Result<Tensor> {
+        Ok(one(self.linalg(LinalgOp::Det)?))
+    }
+
+    /// The sign and the natural log of the absolute value of the determinants, `(sign,
+    /// logabsdet)`: (0, −inf) for a singular matrix.
+    pub fn slogdet(&self) -> Result<(Tensor, Tensor)> {
+        let mut out = self.linalg(LinalgOp::Slogdet)?.into_iter();
+        Ok((next_output("slogdet", &mut out)?, next_output("slogdet", &mut out)?))
     }
 
     /// Scaled dot-product attention with `self` as the queries `[b, hq, sq, d]`, keys

@@ -26,6 +26,7 @@ fn covered(family: &str, op: &str, dtype: DType) -> Result<bool, String> {
         "create" => crate::create::covers(op, dtype),
         "scan" => crate::scan::covers(op, dtype),
         "sort" => crate::sort::covers(op, dtype),
+        "linalg" => crate::linalg::covers(op, dtype),
         other => return Err(format!("spec family '{other}' has no module in the conformance suite")),
     })
 }

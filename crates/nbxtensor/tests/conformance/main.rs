@@ -27,6 +27,7 @@ mod create;
 mod decode;
 mod gather;
 mod harness;
+mod linalg;
 mod matmul;
 mod quant;
 mod reduce;
@@ -124,6 +125,9 @@ conformance! {
     scan::scan_capture_replay,
     sort::sort_values,
     sort::sort_capture_replay,
+    linalg::linalg_values,
+    linalg::linalg_edge_shapes,
+    linalg::linalg_capture_replay,
 }
 
 /// The suite's own references, checked against tabulated values.

@@ -16,6 +16,7 @@ mod exp;
 mod flags;
 mod gather;
 mod gelu;
+mod linalg;
 mod math;
 mod matmul;
 mod norm;
@@ -67,6 +68,7 @@ pub fn cpu() -> &'static CpuBackend {
         create::register(&mut table);
         scan::register(&mut table);
         sort::register(&mut table);
+        linalg::register(&mut table);
         CpuBackend { table }
     })
 }

@@ -26,6 +26,7 @@
 //! | [`attention`] | sdpa |
 //! | [`decode`] | decode_attention, kv_cache_write |
 //! | [`quant`] | matmul_int4, pack_int4 |
+//! | [`linalg`] | cholesky, qr, svd, svdvals, eigh, eigvalsh, solve, inv, det, slogdet |
 //!
 //! ```
 //! use nbxtensor::ops::spec;
@@ -45,6 +46,7 @@ mod checks;
 pub mod create;
 pub mod decode;
 pub mod gather;
+pub mod linalg;
 pub mod matmul;
 pub mod quant;
 pub mod reduce;
@@ -175,6 +177,7 @@ pub fn catalogue() -> &'static [OpDef] {
         attention::define(&mut ops);
         decode::define(&mut ops);
         quant::define(&mut ops);
+        linalg::define(&mut ops);
         ops
     })
 }

@@ -97,6 +97,16 @@ pub fn libm<P: Part>(f: Function, z: Complex<P>) -> Complex<P> {
     P::call(f, z)
 }
 
+/// `tanh z`, the C library's, except at an infinite real part and a finite imaginary one:
+/// `±1 ± 0i` with the imaginary part's sign, as the Array API states (C99 gives the zero the
+/// sign of sin 2y).
+pub fn tanh<P: Part>(z: Complex<P>) -> Complex<P> {
+    if z.re.is_infinite() && z.im.is_finite() {
+        return c(P::ONE.copysign(z.re), P::ZERO.copysign(z.im));
+    }
+    libm(Function::Tanh, z)
+}
+
 /// `e^z − 1`: for a finite `z`, `expm1(a)·cos(b) − 2 sin²(b/2) + e^a sin(b)·i` (no cancellation
 /// near 0, numpy's form); otherwise cexp's special values less 1.
 pub fn expm1<P: Part>(z: Complex<P>) -> Complex<P> {
@@ -105,8 +115,9 @@ pub fn expm1<P: Part>(z: Complex<P>) -> Complex<P> {
         return c(e.re - P::ONE, e.im);
     }
     if z.im == P::ZERO {
-        // a real input: its real expm1 (e^a · sin 0 would be ∞ · 0 where e^a overflows)
-        return c(z.re.exp_m1(), z.im);
+        // a real input: its real expm1 (e^a · sin 0 would be ∞ · 0 where e^a overflows), a
+        // zero real part giving +0 as e^z − 1 does (the Array API: expm1(−0 + 0i) = 0 + 0i)
+        return c(z.re.exp_m1() + P::ZERO, z.im);
     }
     let half = (z.im * P::of(0.5)).sin();
     let two = P::ONE + P::ONE;

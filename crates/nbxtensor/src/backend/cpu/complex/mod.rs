@@ -57,7 +57,7 @@ where
         UnaryOp::Tan => call(Function::Tan),
         UnaryOp::Sinh => call(Function::Sinh),
         UnaryOp::Cosh => call(Function::Cosh),
-        UnaryOp::Tanh => call(Function::Tanh),
+        UnaryOp::Tanh => same(&math::tanh),
         UnaryOp::Asin => call(Function::Asin),
         UnaryOp::Acos => call(Function::Acos),
         UnaryOp::Atan => call(Function::Atan),
