@@ -258,3 +258,11 @@ def test_ordering_ops_refuse_complex_by_name():
         ops.maximum(z, z)
     with pytest.raises(ValueError, match="floor is not defined on complex128"):
         ops.floor(z)
+
+
+def test_truth_of_complex_elements_reads_both_parts():
+    z = xp.asarray([[0j, 1j], [2 + 0j, 0j]], dtype=xp.complex64)
+    np.testing.assert_array_equal(values(xp.all(z, axis=1)), [False, False])
+    np.testing.assert_array_equal(values(xp.any(z, axis=0)), [True, True])
+    assert [values(i).tolist() for i in xp.nonzero(z)] == [[0, 1], [1, 0]]
+    assert int(xp.count_nonzero(z)) == 2

@@ -97,14 +97,20 @@ def cumulative_prod(
     return out if dtype is None else out.astype(_dtypes.name_of(dtype, "cumulative_prod"), copy=False)
 
 
+def _truth(x: Tensor) -> Tensor:
+    """``x`` as the reductions read it: a complex element is true when either part is non-zero
+    (the reduction kernels take the real dtypes and bool)."""
+    return ops.ne(x, 0) if _dtypes.kind(x.dtype) == "complex" else x
+
+
 def all(x: Tensor, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Whether every element along ``axis`` is true (non-zero)."""
-    return _reduced(ops.all, x, axis, keepdims)
+    return _reduced(ops.all, _truth(x), axis, keepdims)
 
 
 def any(x: Tensor, /, *, axis: Axis = None, keepdims: bool = False) -> Tensor:  # noqa: A001
     """Whether some element along ``axis`` is true (non-zero)."""
-    return _reduced(ops.any, x, axis, keepdims)
+    return _reduced(ops.any, _truth(x), axis, keepdims)
 
 
 def diff(
@@ -157,7 +163,7 @@ def nonzero(x: Tensor, /) -> tuple[Tensor, ...]:
         raise ValueError("nonzero: a 0-d tensor has no indices (the standard leaves it out)")
     n = math.prod(x.shape)
     flat = ops.iota(n, start=0, step=1, dtype="int64", device=x.device)
-    picked = flat[reshape(ops.cast(x, "bool"), (-1,))]
+    picked = flat[reshape(ops.cast(_truth(x), "bool"), (-1,))]
     out = []
     stride = n
     for extent in x.shape:
