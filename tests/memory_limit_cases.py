@@ -57,6 +57,7 @@ def complex_t(shape):
 
 
 complex_row = complex_t((1, W))
+square = nbx.asarray((RNG.standard_normal((1, 64, 64)) + 64 * np.eye(64)).astype(np.float32))
 CASES = {
     "unary (exp)": (ops.exp, lambda: [row.expand(4096, W)], lambda: [row.expand(1 << 15, W)]),
     "binary (add, broadcast)": (ops.add, lambda: [row.expand(2048, W), t((2048, 1))],
@@ -100,6 +101,7 @@ CASES = {
     "exp (complex64)": (ops.exp, lambda: [complex_row.expand(2048, W)], lambda: [complex_row.expand(1 << 14, W)]),
     "matmul (complex64)": (ops.matmul, lambda: [complex_row.expand(256, W), complex_t((W, 64))],
                            lambda: [complex_row.expand(1 << 16, W), complex_t((W, 256))]),
+    "inv (linalg)": (ops.inv, lambda: [square.expand(256, 64, 64)], lambda: [square.expand(1 << 13, 64, 64)]),
     "pack_int4": (ops.pack_int4, lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 16, W)]),
     "copy (contiguous)": (lambda x: x.contiguous(), lambda: [row.expand(4096, W)], lambda: [row.expand(1 << 15, W)]),
 }
