@@ -93,6 +93,20 @@ def kv_cache_write(cache: Tensor, new: Tensor, position: Tensor) -> None:
     _core.call("kv_cache_write", [cache, new, position], {})
 
 
+def sample(
+    logits: Tensor, position: Tensor, *, seed: int, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0
+) -> Tensor:
+    """One token per row of ``logits`` ``[..., vocab]`` (an int64 tensor of the leading dims), drawn
+    from ``softmax(logits / temperature)`` kept to the ``top_k`` largest logits (0: all) and to the
+    heaviest tokens whose probability reaches ``top_p`` (1: all). Row ``r`` reads Philox word
+    ``position`` (an int32 or int64 tensor of shape ``[]`` or ``[1]`` on the logits' device) of stream
+    ``r`` of ``seed``: the same seed, position and logits give the same token on every device, and a
+    captured program replays with the position it is fed. Greedy decoding is ``argmax``."""
+    attrs: dict[str, Any] = {"seed": int(seed), "temperature": float(temperature), "top_k": int(top_k)}
+    attrs["top_p"] = float(top_p)
+    return _core.call("sample", [logits, position], attrs)[0]
+
+
 __all__ = [
     "matmul",
     "linear",
@@ -105,4 +119,5 @@ __all__ = [
     "sdpa",
     "decode_attention",
     "kv_cache_write",
+    "sample",
 ]

@@ -28,6 +28,7 @@ use super::spec::matmul::Product;
 use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
 use super::spec::reduce::{Reduce, ReduceOp};
 use super::spec::rows::{Norm, Rope, Softmax};
+use super::spec::sample::Sample;
 use super::spec::scan::{Scan, ScanOp};
 use super::spec::select::{MaskedFill, Where};
 use super::spec::sort::{SearchSorted, Sort};
@@ -558,6 +559,16 @@ impl Tensor {
     ) -> Result<Tensor> {
         let spec = DecodeAttention { dtype: self.dtype(), causal, scale };
         Ok(one(run(spec, &[self, k_cache, v_cache, length])?))
+    }
+
+    /// One token a row drawn from these logits `[..., vocab]` (int64, the leading dims):
+    /// softmax(logits / `temperature`) restricted to the `top_k` largest (0: all) and to the
+    /// heaviest tokens of mass `top_p` (1: all), from Philox word `position` (an int32 or int64
+    /// `[]` or `[1]` tensor on the logits' device) of stream `row` of `seed`. Every backend
+    /// gives the same token from the same logits (`ops::spec::sample` defines each step).
+    pub fn sample(&self, position: &Tensor, temperature: f64, top_k: usize, top_p: f64, seed: u64) -> Result<Tensor> {
+        let spec = Sample::new(self.dtype(), temperature, top_k, top_p, seed)?;
+        Ok(one(run(spec, &[self, position])?))
     }
 
     /// Writes `new [b, h, s, d]` into this cache `[b, h, T, d]` at rows `position ..

@@ -22,6 +22,7 @@ fn covered(family: &str, op: &str, dtype: DType) -> Result<bool, String> {
         "matmul" => crate::matmul::covers(op, dtype),
         "attention" => crate::attention::covers(op, dtype),
         "decode" => crate::decode::covers(op, dtype),
+        "sample" => crate::sample::covers(op, dtype),
         "quant" => crate::quant::covers(op, dtype),
         "create" => crate::create::covers(op, dtype),
         "scan" => crate::scan::covers(op, dtype),

@@ -33,6 +33,7 @@ mod quant;
 mod reduce;
 mod reference;
 mod rows;
+mod sample;
 mod scan;
 mod select;
 mod sort;
@@ -117,6 +118,9 @@ conformance! {
     decode::kv_cache_write_values,
     decode::decode_edge_cases,
     decode::decode_capture_replay,
+    sample::sample_values,
+    sample::sample_edge_cases,
+    sample::sample_capture_replay,
     quant::pack_int4_values,
     quant::matmul_int4_values,
     quant::quant_capture_replay,

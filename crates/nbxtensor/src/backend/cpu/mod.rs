@@ -26,6 +26,7 @@ mod reduce;
 mod reduce_loop;
 mod rope;
 mod rows;
+mod sample;
 mod scan;
 mod select;
 mod softmax;
@@ -57,6 +58,7 @@ pub fn cpu() -> &'static CpuBackend {
         rope::register(&mut table);
         attention::register(&mut table);
         decode::register(&mut table);
+        sample::register(&mut table);
         quant::register(&mut table);
         binary::register(&mut table);
         compare::register(&mut table);

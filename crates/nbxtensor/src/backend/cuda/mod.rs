@@ -32,6 +32,7 @@ mod quant;
 mod random;
 mod reduce;
 mod rope;
+mod sample;
 mod scan;
 mod select;
 mod softmax;
@@ -90,6 +91,7 @@ pub fn launches() -> &'static LaunchTable {
         rope::register_all(&mut table);
         attention::register_all(&mut table);
         decode::register_all(&mut table);
+        sample::register_all(&mut table);
         quant::register_all(&mut table);
         create::register_all(&mut table);
         scan::register_all(&mut table);
@@ -121,6 +123,7 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &rope::SOURCE,
         &attention::SOURCE,
         &decode::SOURCE,
+        &sample::SOURCE,
         &quant::SOURCE,
         &create::SOURCE,
         &scan::SOURCE,

@@ -12,7 +12,10 @@ use crate::random::{Generator, RandomError};
 use crate::tensor::Tensor;
 
 /// The source of the Philox kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "philox.cu", text: include_str!("kernels/philox.cu") };
+pub static SOURCE: KernelSource = KernelSource {
+    name: "philox.cu",
+    text: concat!(include_str!("kernels/philox.cuh"), "#line 1 \"philox.cu\"\n", include_str!("kernels/philox.cu")),
+};
 
 fn claimed(generator: &mut Generator, n: usize, per_element: u64) -> Result<(crate::random::Words, u64)> {
     generator.claim(n, per_element).map_err(|e: RandomError| KernelError::Invalid(e.to_string()))

@@ -25,6 +25,7 @@
 //! | [`matmul`] | matmul, linear |
 //! | [`attention`] | sdpa |
 //! | [`decode`] | decode_attention, kv_cache_write |
+//! | [`sample`] | sample |
 //! | [`quant`] | matmul_int4, pack_int4 |
 //! | [`linalg`] | cholesky, qr, svd, svdvals, eigh, eigvalsh, solve, inv, det, slogdet |
 //!
@@ -51,6 +52,7 @@ pub mod matmul;
 pub mod quant;
 pub mod reduce;
 pub mod rows;
+pub mod sample;
 pub mod scan;
 pub mod select;
 pub mod sort;
@@ -176,6 +178,7 @@ pub fn catalogue() -> &'static [OpDef] {
         matmul::define(&mut ops);
         attention::define(&mut ops);
         decode::define(&mut ops);
+        sample::define(&mut ops);
         quant::define(&mut ops);
         linalg::define(&mut ops);
         ops
