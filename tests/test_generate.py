@@ -42,8 +42,22 @@ def test_generate_matches_transformers(name, tmp_path):
     assert "tok/s" in run.stderr
 
 
-@pytest.mark.parametrize("option", [["--temperature", "0.7"], ["--top-k", "40"], ["--top-p", "0.9"], ["--seed", "3"]])
-def test_sampling_options_are_refused_by_name(option, tmp_path):
+def test_a_seed_repeats_a_sampled_generation(tmp_path):
+    prompt = tmp_path / "prompt.json"
+    prompt.write_text("[1, 2, 3]")
+    runs = []
+    for tag in ["a", "b"]:
+        out = tmp_path / f"{tag}.json"
+        args = ["--temperature", "0.7", "--top-k", "40", "--top-p", "0.9", "--seed", "3", "--output", str(out)]
+        run = generate(DATA / "qwen2-tiny", "--prompt-ids", str(prompt), "--max-new-tokens", "16", *args)
+        assert run.returncode == 0, run.stderr
+        assert "seed 3" in run.stderr
+        runs.append(json.loads(out.read_text())["generated_ids"])
+    assert runs[0] == runs[1] and len(runs[0]) == 16
+
+
+@pytest.mark.parametrize("option", [["--temperature", "-1"], ["--top-k", "many"], ["--top-p", "0"], ["--seed", "-3"]])
+def test_bad_sampling_options_are_refused_by_name(option, tmp_path):
     prompt = tmp_path / "prompt.json"
     prompt.write_text("[1, 2, 3]")
     run = generate(DATA / "qwen2-tiny", "--prompt-ids", str(prompt), *option)

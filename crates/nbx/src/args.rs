@@ -1,6 +1,7 @@
 //! The command line: `nbx embed …`, `nbx price …` and `nbx generate …`, their options
 //! checked before anything is loaded.
 
+use nbxtensor::memory::Device;
 use std::path::PathBuf;
 
 /// The usage text.
@@ -19,23 +20,17 @@ usage:
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file
-  generate  greedy decoding of a Hugging Face Llama-family checkpoint (llama, mistral, qwen2):
-         a prefill program per prompt-length bucket, then one captured decode program replayed
-         for every token over a KV cache written in place; stops at --max-new-tokens (default
-         128) or at the config's eos_token_id. Text goes to stdout as it comes (token ids when
-         the model has no tokenizer.json); tok/s on stderr; --output writes {\"prompt_ids\",
-         \"generated_ids\", \"prefill_last_logits\"}. This build runs --device cpu --dtype
-         float32, greedy: --temperature, --top-k, --top-p and --seed are refused
+  generate  decoding of a Hugging Face Llama-family checkpoint (llama, mistral, qwen2): a
+         prefill program per prompt-length bucket, then one captured decode program (a CUDA
+         graph on a GPU) replayed for every token over a KV cache written in place; stops at
+         --max-new-tokens (default 128) or at the config's eos_token_id. Runs in the
+         checkpoint's dtype unless --dtype says otherwise. Greedy unless --temperature (0:
+         greedy), --top-k (0: all), --top-p (1: all) or --seed is given; then each token is drawn
+         on the device from the Philox stream of the seed (the clock's when none, printed) at its
+         position: a seed repeats a run. Text goes to stdout as it comes (token ids when the
+         model has no tokenizer.json); tok/s and memory on stderr; --output writes
+         {\"prompt_ids\", \"generated_ids\", \"prefill_last_logits\"}
   --threads N  the CPU thread pool's size (default: the cores this process may use)";
-
-/// Where the model runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Device {
-    /// The CPU backend.
-    Cpu,
-    /// CUDA (no backend in this build).
-    Cuda,
-}
 
 /// The options of a command (those it does not take stay at their defaults).
 #[derive(Debug, PartialEq)]
@@ -102,7 +97,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         model: PathBuf::new(),
         input: None,
         output: None,
-        device: Device::Cpu,
+        device: Device::CPU,
         batch: 32,
         pad_multiple: 1,
         seq: None,
@@ -128,8 +123,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--threads" => o.threads = Some(number(option, value)?),
             "--device" => {
                 o.device = match value.as_str() {
-                    "cpu" => Device::Cpu,
-                    "cuda" => Device::Cuda,
+                    "cpu" | "cuda" => Device::parse(value).map_err(|e| e.to_string())?,
                     other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
                 }
             }
@@ -167,7 +161,7 @@ mod tests {
         else {
             panic!("not embed")
         };
-        assert_eq!((o.model, o.batch, o.pad_multiple, o.device), (PathBuf::from("m"), 4, 8, Device::Cpu));
+        assert_eq!((o.model, o.batch, o.pad_multiple, o.device), (PathBuf::from("m"), 4, 8, Device::CPU));
         let Command::Price(o) = parse(&args("price --model m --seq 128 --device-file nvidia/h100")).unwrap() else {
             panic!("not price")
         };

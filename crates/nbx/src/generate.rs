@@ -1,14 +1,18 @@
-//! `nbx generate`: greedy decoding of a Llama-family checkpoint from a text prompt (through
-//! the model's `tokenizer.json`) or a JSON list of token ids. The generated text (or ids)
+//! `nbx generate`: decoding of a Llama-family checkpoint (greedy, or sampled with a seed) on
+//! the CPU or CUDA, in the checkpoint's dtype or the one asked, from a text prompt (through the
+//! model's `tokenizer.json`) or a JSON list of token ids. The generated text (or ids)
 //! goes to stdout as it comes, prefill and decode tokens per second to stderr; `--output`
 //! writes the ids and the prompt's last logits as JSON (the path checked before any work, written
 //! to a temporary file and renamed: `files::Output`).
 
 use crate::files::Output;
-use nbxtensor_models::llama::{bucket, Generator, Llama};
+use nbxtensor::memory::Device;
+use nbxtensor::DType;
+use nbxtensor_models::llama::{bucket, Generator, Llama, Placement, Sampling};
 use nbxtensor_models::TextTokenizer;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// The options of `nbx generate`.
 #[derive(Debug, PartialEq)]
@@ -25,15 +29,41 @@ pub struct GenerateOptions {
     pub output: Option<PathBuf>,
     /// `--threads N`.
     pub threads: Option<usize>,
+    /// `--device cpu|cuda`.
+    pub device: Device,
+    /// `--dtype`; `None`: the checkpoint's.
+    pub dtype: Option<DType>,
+    /// `--temperature T` (0: greedy).
+    pub temperature: Option<f64>,
+    /// `--top-k K` (0: every token).
+    pub top_k: Option<usize>,
+    /// `--top-p P` (1: every token).
+    pub top_p: Option<f64>,
+    /// `--seed S`.
+    pub seed: Option<u64>,
 }
 
-/// Options this build parses but does not serve yet: each is refused by name.
-const NOT_YET: [(&str, &str); 4] = [
-    ("--temperature", "sampling is not implemented yet (generation is greedy)"),
-    ("--top-k", "sampling is not implemented yet (generation is greedy)"),
-    ("--top-p", "sampling is not implemented yet (generation is greedy)"),
-    ("--seed", "sampling is not implemented yet (generation is greedy, so there is nothing to seed)"),
-];
+impl GenerateOptions {
+    /// How the next token is chosen: greedy (`None`) unless a sampling option is given and the
+    /// temperature is not 0; an unseeded draw takes its seed from the clock (printed, so the
+    /// run can be repeated with `--seed`).
+    pub fn sampling(&self) -> Option<Sampling> {
+        let given = self.temperature.is_some() || self.top_k.is_some() || self.top_p.is_some() || self.seed.is_some();
+        if !given || self.temperature == Some(0.0) {
+            return None;
+        }
+        let clock = || {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            (now.as_nanos() as u64) & (i64::MAX as u64)
+        };
+        Some(Sampling {
+            temperature: self.temperature.unwrap_or(1.0),
+            top_k: self.top_k.unwrap_or(0),
+            top_p: self.top_p.unwrap_or(1.0),
+            seed: self.seed.unwrap_or_else(clock),
+        })
+    }
+}
 
 fn positive(option: &str, value: &str) -> Result<usize, String> {
     value
@@ -41,6 +71,10 @@ fn positive(option: &str, value: &str) -> Result<usize, String> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| format!("{option} takes a positive whole number, got {value:?}"))
+}
+
+fn number<T: std::str::FromStr>(option: &str, value: &str, what: &str) -> Result<T, String> {
+    value.parse::<T>().map_err(|_| format!("{option} takes {what}, got {value:?}"))
 }
 
 /// Parses the options after `nbx generate`.
@@ -52,6 +86,12 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
         max_new_tokens: 128,
         output: None,
         threads: None,
+        device: Device::CPU,
+        dtype: None,
+        temperature: None,
+        top_k: None,
+        top_p: None,
+        seed: None,
     };
     let mut model = None;
     let mut rest = args.iter();
@@ -65,21 +105,38 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
             "--output" => o.output = Some(PathBuf::from(value)),
             "--threads" => o.threads = Some(positive(option, value)?),
             "--device" => match value.as_str() {
-                "cpu" => {}
-                "cuda" => return Err("--device cuda: nbx generate runs on the CPU only in this build".into()),
+                "cpu" | "cuda" => o.device = Device::parse(value).map_err(|e| e.to_string())?,
                 other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
             },
             "--dtype" => match value.as_str() {
-                "float32" => {}
-                "bfloat16" | "float16" => {
-                    return Err(format!("--dtype {value}: nbx generate runs float32 only in this build"))
+                "float32" | "bfloat16" | "float16" => {
+                    o.dtype = Some(DType::from_name(value).map_err(|e| e.to_string())?)
                 }
                 other => return Err(format!("unknown dtype {other:?} (float32, bfloat16 or float16)")),
             },
-            other => match NOT_YET.iter().find(|(name, _)| *name == other) {
-                Some((name, why)) => return Err(format!("{name}: {why}")),
-                None => return Err(format!("nbx generate does not take {other:?}")),
-            },
+            "--temperature" => {
+                let t: f64 = number(option, value, "a number")?;
+                if !(t.is_finite() && t >= 0.0) {
+                    return Err(format!("--temperature takes a finite number at least 0 (0: greedy), got {value}"));
+                }
+                o.temperature = Some(t);
+            }
+            "--top-k" => o.top_k = Some(number(option, value, "a whole number (0: every token)")?),
+            "--top-p" => {
+                let p: f64 = number(option, value, "a number")?;
+                if !(p > 0.0 && p <= 1.0) {
+                    return Err(format!("--top-p takes a number in (0, 1] (1: every token), got {value}"));
+                }
+                o.top_p = Some(p);
+            }
+            "--seed" => {
+                let seed: u64 = number(option, value, "a whole number from 0 to 2^63 - 1")?;
+                if seed > i64::MAX as u64 {
+                    return Err(format!("--seed takes a whole number from 0 to 2^63 - 1, got {value}"));
+                }
+                o.seed = Some(seed);
+            }
+            other => return Err(format!("nbx generate does not take {other:?}")),
         }
     }
     o.model = model.ok_or("nbx generate needs --model DIR")?;
@@ -107,7 +164,16 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
     // the output path checked (and its temporary file made) before any work
     let input = o.prompt_ids.as_deref().unwrap_or(&o.model);
     let output = o.output.as_deref().map(|path| Output::prepare(path, input)).transpose()?;
-    let llama = Llama::open(&o.model).map_err(|e| e.to_string())?;
+    let placement = Placement { device: o.device, dtype: o.dtype };
+    let start = Instant::now();
+    let llama = Llama::open_as(&o.model, placement).map_err(|e| e.to_string())?;
+    eprintln!(
+        "nbx: model {} opened on {} in {} in {:.3} s",
+        o.model.display(),
+        o.device,
+        llama.weights.dtype,
+        start.elapsed().as_secs_f64()
+    );
     let limit = llama.config.max_position_embeddings;
     let tokenizer_path = o.model.join("tokenizer.json");
     // cut one past the model's positions: a prompt that long is refused below, never cut
@@ -134,7 +200,15 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         ));
     }
     let want = (prompt.len() + o.max_new_tokens).max(bucket(prompt.len()));
-    let mut generator = Generator::new(llama, want.min(limit)).map_err(|e| e.to_string())?;
+    let sampling = o.sampling();
+    match &sampling {
+        Some(s) => eprintln!(
+            "nbx: sampling at temperature {}, top-k {}, top-p {}, seed {} (--seed {} repeats this run)",
+            s.temperature, s.top_k, s.top_p, s.seed, s.seed
+        ),
+        None => eprintln!("nbx: greedy decoding"),
+    }
+    let mut generator = Generator::new(llama, want.min(limit), sampling).map_err(|e| e.to_string())?;
     let mut stdout = std::io::stdout();
     let mut shown = 0usize;
     let mut so_far = Vec::new();
@@ -181,10 +255,11 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
             c.program, c.planned_bytes, c.allocated_bytes
         );
     }
-    let memory = generator.memory();
+    let memory = generator.memory().map_err(|e| e.to_string())?;
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     eprintln!(
-        "nbx: memory: weights {:.2} MiB, KV cache {:.2} MiB ({} positions), replay arenas {:.2} MiB",
+        "nbx: memory on {}: weights {:.2} MiB, KV cache {:.2} MiB ({} positions), replay arenas {:.2} MiB",
+        o.device,
         mib(memory.weight_bytes),
         mib(memory.cache_bytes),
         generator.capacity(),
@@ -215,14 +290,29 @@ mod tests {
         let o =
             parse(&args("--model m --prompt-ids p.json --max-new-tokens 24 --output o.json --dtype float32")).unwrap();
         assert_eq!((o.max_new_tokens, o.prompt_ids.as_deref()), (24, Some(Path::new("p.json"))));
-        assert_eq!(parse(&args("--model m --prompt hi")).unwrap().max_new_tokens, 128);
+        assert_eq!((o.dtype, o.device, o.sampling()), (Some(DType::Float32), Device::CPU, None));
+        let o = parse(&args("--model m --prompt hi")).unwrap();
+        assert_eq!((o.max_new_tokens, o.dtype), (128, None), "defaults: 128 tokens, the checkpoint's dtype");
+        let o = parse(&args("--model m --prompt hi --device cuda --dtype bfloat16 --top-k 5 --seed 7")).unwrap();
+        assert_eq!((o.device.to_string().as_str(), o.dtype), ("cuda:0", Some(DType::Bfloat16)));
+        let want = Sampling { temperature: 1.0, top_k: 5, top_p: 1.0, seed: 7 };
+        assert_eq!(o.sampling(), Some(want));
+        let o = parse(&args("--model m --prompt hi --temperature 0 --top-p 0.5 --seed 1")).unwrap();
+        assert_eq!(o.sampling(), None, "temperature 0 is greedy");
+        let o = parse(&args("--model m --prompt hi --temperature 0.7")).unwrap();
+        let s = o.sampling().unwrap();
+        assert_eq!((s.temperature, s.top_k, s.top_p), (0.7, 0, 1.0));
+        assert!(s.seed <= i64::MAX as u64, "a clock seed fits the op's range");
         for (line, word) in [
-            ("--model m --prompt-ids p --temperature 0.7", "--temperature"),
-            ("--model m --prompt-ids p --top-k 5", "--top-k"),
-            ("--model m --prompt-ids p --top-p 0.9", "--top-p"),
-            ("--model m --prompt-ids p --seed 1", "--seed"),
-            ("--model m --prompt-ids p --dtype bfloat16", "bfloat16"),
-            ("--model m --prompt-ids p --device cuda", "cuda"),
+            ("--model m --prompt-ids p --temperature -1", "--temperature"),
+            ("--model m --prompt-ids p --temperature inf", "--temperature"),
+            ("--model m --prompt-ids p --top-k -5", "--top-k"),
+            ("--model m --prompt-ids p --top-p 0", "--top-p"),
+            ("--model m --prompt-ids p --top-p 1.5", "--top-p"),
+            ("--model m --prompt-ids p --seed -1", "--seed"),
+            ("--model m --prompt-ids p --seed 9223372036854775808", "--seed"),
+            ("--model m --prompt-ids p --dtype int8", "int8"),
+            ("--model m --prompt-ids p --device tpu", "tpu"),
             ("--model m --prompt-ids p --max-new-tokens 0", "--max-new-tokens"),
             ("--model m --prompt-ids p --beams 2", "--beams"),
             ("--model m", "--prompt"),

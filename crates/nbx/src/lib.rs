@@ -12,21 +12,18 @@ mod files;
 mod generate;
 mod price;
 
-use args::{Command, Device, Options};
+use args::{Command, Options};
 use nbxtensor_models::SentenceEmbedder;
 use std::io::Write;
 
 /// Opens the model of `--model` on the device of `--device`, with the thread pool of
 /// `--threads`.
 fn open_model(o: &Options) -> Result<SentenceEmbedder, String> {
-    if o.device == Device::Cuda {
-        return Err("--device cuda: no CUDA backend in this build (use --device cpu)".into());
-    }
     nbxtensor::settings::threads::set_threads(o.threads).map_err(|e| e.to_string())?;
     if !o.model.is_dir() {
         return Err(format!("no model directory {} (see --model)", o.model.display()));
     }
-    SentenceEmbedder::open(&o.model).map_err(|e| e.to_string())
+    SentenceEmbedder::open_on(&o.model, o.device).map_err(|e| e.to_string())
 }
 
 /// Runs the command line `args` (without the program's name) and returns the exit status:

@@ -5,7 +5,6 @@
 use crate::args::Options;
 use crate::open_model;
 use nbxtensor::backend::{self, Peaks};
-use nbxtensor::memory::Device;
 
 fn mib(bytes: u64) -> String {
     format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
@@ -60,7 +59,7 @@ pub fn run(o: &Options) -> Result<(), String> {
             println!("predicted   {:.3} ms on {} (roofline of every launch)", price.seconds * 1e3, peaks.source);
         }
         None => {
-            let peaks = backend::of(Device::CPU).peaks().map_err(|e| e.to_string())?;
+            let peaks = backend::of(model.device()).peaks().map_err(|e| e.to_string())?;
             let price = program.price(&peaks).map_err(|e| e.to_string())?;
             println!(
                 "predicted   {:.3} ms on {} ({:.1} GFLOP/s matrix, {:.2} GB/s; --device-file VENDOR/NAME prices on a device file)",

@@ -1,6 +1,7 @@
 //! `nbx generate --prompt-ids … --output …` on the tiny Llama-family checkpoints of
 //! crates/nbxtensor-models/tests/data/llama gives Hugging Face's greedy tokens and prompt
-//! logits (within 1e-4) as its references say; options not served yet are refused by name.
+//! logits (within 1e-4) as its references say; a seed repeats a sampled run, the half dtypes
+//! run within their tolerance, and bad options are refused by name.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -91,10 +92,11 @@ fn generate_refuses_what_it_does_not_serve_by_name() {
     let model = checkpoint("llama2-tiny");
     let (m, p) = (model.to_str().unwrap(), prompt.to_str().unwrap());
     for (extra, word, status) in [
-        (&["--temperature", "0.8"][..], "--temperature", 2),
-        (&["--top-p", "0.9"][..], "--top-p", 2),
-        (&["--dtype", "bfloat16"][..], "bfloat16", 2),
-        (&["--device", "cuda"][..], "cuda", 2),
+        (&["--temperature", "-0.5"][..], "--temperature", 2),
+        (&["--top-p", "1.5"][..], "--top-p", 2),
+        (&["--seed", "x"][..], "--seed", 2),
+        (&["--dtype", "int8"][..], "int8", 2),
+        (&["--device", "tpu"][..], "tpu", 2),
         (&["--max-new-tokens", "500"][..], "128 positions", 1),
     ] {
         let mut args = vec!["generate", "--model", m, "--prompt-ids", p];
@@ -104,6 +106,10 @@ fn generate_refuses_what_it_does_not_serve_by_name() {
         assert_eq!(run.status.code(), Some(status), "{extra:?}: {stderr}");
         assert!(stderr.contains(word), "{extra:?}: {stderr}");
     }
+    // without a GPU, --device cuda fails naming CUDA (with one, it runs)
+    let run = nbx(&["generate", "--model", m, "--prompt-ids", p, "--max-new-tokens", "4", "--device", "cuda"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() || (run.status.code() == Some(1) && stderr.contains("CUDA")), "{stderr}");
     std::fs::write(&prompt, "[1, 5, 300]").unwrap();
     let run = nbx(&["generate", "--model", m, "--prompt-ids", p, "--max-new-tokens", "2"]);
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -160,5 +166,47 @@ fn a_text_prompt_is_tokenized_and_generates_as_its_ids_do() {
     assert_eq!(text["generated_ids"], again["generated_ids"]);
     assert!(text == again, "the same prompt logits from the text and from its ids");
     assert_eq!(text["generated_ids"].as_array().unwrap().len(), 24, "no end token in these 24");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The generated ids and prompt logits of one `nbx generate` run (and its stderr).
+fn generated(model: &Path, prompt: &Path, extra: &[&str], tag: &str) -> (Vec<i64>, Vec<f64>, String) {
+    let output = prompt.with_file_name(format!("{tag}.json"));
+    let mut args = vec!["generate", "--model", model.to_str().unwrap(), "--prompt-ids", prompt.to_str().unwrap()];
+    args.extend_from_slice(&["--max-new-tokens", "20", "--output", output.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    let run = nbx(&args);
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(run.status.success(), "{extra:?}: {stderr}");
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&output).unwrap()).unwrap();
+    let ids = got["generated_ids"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+    let logits = got["prefill_last_logits"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    (ids, logits, stderr)
+}
+
+#[test]
+fn a_seed_repeats_a_sampled_run_and_the_half_dtypes_stay_within_tolerance() {
+    let dir = scratch("sampled");
+    let model = checkpoint("qwen2-tiny");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(model.join("reference.json")).unwrap()).unwrap();
+    let prompt = dir.join("prompt.json");
+    std::fs::write(&prompt, r["prompt_ids"].to_string()).unwrap();
+    let sampled = ["--temperature", "0.9", "--top-k", "50", "--top-p", "0.95", "--seed", "42"];
+    let (a, _, stderr) = generated(&model, &prompt, &sampled, "a");
+    assert!(stderr.contains("seed 42"), "{stderr}");
+    let (b, _, _) = generated(&model, &prompt, &sampled, "b");
+    assert_eq!(a, b, "the same seed, the same tokens");
+    let (greedy, want, stderr) = generated(&model, &prompt, &[], "greedy");
+    assert!(stderr.contains("greedy") && stderr.contains("float32"), "the checkpoint's dtype: {stderr}");
+    assert_ne!(a, greedy, "a draw at temperature 0.9 is not the greedy sequence");
+    let (zero, _, _) = generated(&model, &prompt, &["--temperature", "0", "--seed", "3"], "zero");
+    assert_eq!(zero, greedy, "temperature 0 is greedy");
+    let largest = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (dtype, tolerance) in [("bfloat16", 0.03), ("float16", 0.005)] {
+        let (_, logits, stderr) = generated(&model, &prompt, &["--dtype", dtype], dtype);
+        assert!(stderr.contains(&format!("in {dtype}")), "{stderr}");
+        let diff = logits.iter().zip(&want).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+        assert!(diff <= tolerance * largest, "{dtype}: prompt logits differ by {diff} (largest {largest})");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 #[test]
 fn each_capture_allocates_the_arena_its_plan_priced() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/llama/llama3-tiny");
-    let mut g = Generator::new(Llama::open(&dir).unwrap(), 80).unwrap();
+    let mut g = Generator::new(Llama::open(&dir).unwrap(), 80, None).unwrap();
     for prompt_length in [3, 8, 9, 20, 33] {
         let prompt: Vec<i64> = (0..prompt_length).map(|i| (i * 37 + 11) % 256).collect();
         g.generate(&prompt, 4, false, |_| {}).unwrap();
@@ -20,5 +20,5 @@ fn each_capture_allocates_the_arena_its_plan_priced() {
         assert!(c.planned_bytes > 0, "{c:?}");
         assert_eq!(c.allocated_bytes, c.planned_bytes, "{}", c.program);
     }
-    assert_eq!(g.memory().arena_bytes, g.captures().iter().map(|c| c.planned_bytes).sum::<u64>());
+    assert_eq!(g.memory().unwrap().arena_bytes, g.captures().iter().map(|c| c.planned_bytes).sum::<u64>());
 }

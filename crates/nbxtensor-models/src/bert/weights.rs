@@ -5,6 +5,7 @@ use super::BertConfig;
 use crate::error::{ModelError, Result};
 use crate::named::Named;
 use nbxtensor::io::safetensors::load;
+use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
 use std::path::Path;
@@ -151,6 +152,37 @@ impl BertWeights {
             }
         }
         all
+    }
+
+    /// Every weight copied to `device` (itself when already there).
+    pub fn to(&self, device: Device) -> Result<BertWeights> {
+        let t = |x: &Tensor| x.to(device);
+        let dense = |d: &Dense| Ok::<_, ModelError>(Dense { weight: t(&d.weight)?, bias: t(&d.bias)? });
+        let norm = |n: &Norm| Ok::<_, ModelError>(Norm { weight: t(&n.weight)?, bias: t(&n.bias)? });
+        let e = &self.embeddings;
+        let embeddings = EmbeddingWeights {
+            word: t(&e.word)?,
+            position: t(&e.position)?,
+            token_type: t(&e.token_type)?,
+            norm: norm(&e.norm)?,
+        };
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(LayerWeights {
+                    query: dense(&l.query)?,
+                    key: dense(&l.key)?,
+                    value: dense(&l.value)?,
+                    attention_out: dense(&l.attention_out)?,
+                    attention_norm: norm(&l.attention_norm)?,
+                    intermediate: dense(&l.intermediate)?,
+                    output: dense(&l.output)?,
+                    output_norm: norm(&l.output_norm)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BertWeights { embeddings, layers })
     }
 
     /// Weights in all (elements).

@@ -1,13 +1,17 @@
-//! Greedy generation as planned programs: the prefill traced, planned and captured once per
+//! Generation as planned programs: the prefill traced, planned and captured once per
 //! prompt-length bucket (powers of two from [`MIN_BUCKET`]), the decode step captured once and
-//! replayed for every token. The KV caches are state the programs hold (constants written in
-//! place), the token, position and length are inputs, so one replay serves every step.
+//! replayed for every token, on the model's device (a CUDA graph on a GPU). The KV caches are
+//! state the programs hold (constants written in place), the token, position and length are
+//! inputs, so one replay serves every step; the next token is chosen on the device (argmax, or
+//! a seeded draw: [`Sampling`]) and only it comes back to the host each step.
 
-use super::{DecodeState, Llama};
+use super::{DecodeState, Llama, Sampling};
 use crate::error::{ModelError, Result};
-use nbxtensor::memory::{host_allocator, Allocator};
+use nbxtensor::backend;
+use nbxtensor::memory::Device;
 use nbxtensor::program::{trace, Executable, ProgramError, Replay};
 use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -19,13 +23,21 @@ pub fn bucket(tokens: usize) -> usize {
     tokens.max(MIN_BUCKET).next_power_of_two()
 }
 
-/// What one step gives: the logits of the position it ran and their argmax.
-#[derive(Clone, Debug, PartialEq)]
+/// What one step gives: the logits of the position it ran (on the device, in the model's
+/// dtype) and the next token.
+#[derive(Clone, Debug)]
 pub struct Step {
-    /// `vocab` float32 logits.
-    pub logits: Vec<f32>,
-    /// The greedy next token.
+    /// `[1, 1, vocab]`, where the model runs.
+    pub logits: Tensor,
+    /// The next token (the argmax, or the draw).
     pub token: i64,
+}
+
+impl Step {
+    /// The logits as float32 on the host (read back from the device).
+    pub fn logits_f32(&self) -> Result<Vec<f32>> {
+        Ok(self.logits.cast(DType::Float32)?.to(Device::CPU)?.to_vec::<f32>()?)
+    }
 }
 
 /// A finished generation.
@@ -47,15 +59,15 @@ pub struct Generation {
     pub decode_capture_seconds: f64,
 }
 
-/// The host memory of a [`Generator`], in bytes.
+/// The memory of a [`Generator`] on its device, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GeneratorMemory {
-    /// The float32 weights (the tied head counted once).
+    /// The weights in the model's dtype (the tied head counted once).
     pub weight_bytes: u64,
     /// The key and value caches of every layer.
     pub cache_bytes: u64,
-    /// The arenas of the captured prefill and decode replays, as the host allocator holds them
-    /// (each in its size class).
+    /// The arenas of the captured prefill and decode replays, as the device's allocator holds
+    /// them (each to its granularity).
     pub arena_bytes: u64,
 }
 
@@ -65,42 +77,50 @@ pub struct GeneratorMemory {
 pub struct Capture {
     /// `prefill N` (a bucket of N positions) or `decode`.
     pub program: String,
-    /// The plan's arena in the host allocator's size class, known before anything runs.
+    /// The plan's arena to the device allocator's granularity, known before anything runs.
     pub planned_bytes: u64,
-    /// What `Executable::new` took from the host allocator, measured (its accounting is
+    /// What `Executable::new` took from the device's allocator, measured (its accounting is
     /// process-wide: exact while nothing else allocates).
     pub allocated_bytes: u64,
 }
 
-/// A decoder with its caches and its captured programs, for greedy generation of up to
-/// `capacity` positions (prompt and generated tokens together).
+/// A decoder with its caches and its captured programs, for generation of up to `capacity`
+/// positions (prompt and generated tokens together), greedy or sampled.
 pub struct Generator {
     llama: Llama,
     state: DecodeState,
+    sampling: Option<Sampling>,
     replay: bool,
     prefills: HashMap<usize, Replay>,
     decode: Option<Replay>,
     captures: Vec<Capture>,
 }
 
-fn index(value: i64, shape: &[i64]) -> Result<Tensor> {
-    Ok(Tensor::from_vec(vec![value], shape)?)
-}
-
 fn step_of(outputs: Vec<Tensor>) -> Result<Step> {
-    let [logits, token] = &outputs[..] else {
-        return Err(ProgramError::Invalid(format!("a llama step gave {} outputs, not 2", outputs.len())).into());
+    let Ok([logits, token]) = <[Tensor; 2]>::try_from(outputs) else {
+        return Err(ProgramError::Invalid("a llama step gave other than 2 outputs".into()).into());
     };
-    let token = token.to_vec::<i64>()?.first().copied();
+    let token = token.to(Device::CPU)?.to_vec::<i64>()?.first().copied();
     let token = token.ok_or_else(|| ProgramError::Invalid("a llama step gave no token".into()))?;
-    Ok(Step { logits: logits.to_vec::<f32>()?, token })
+    Ok(Step { logits, token })
 }
 
 impl Generator {
-    /// A generator over `llama` with caches of `capacity` positions.
-    pub fn new(llama: Llama, capacity: usize) -> Result<Generator> {
+    /// A generator over `llama` with caches of `capacity` positions on the model's device,
+    /// choosing each next token by `sampling` (`None`: greedy).
+    pub fn new(llama: Llama, capacity: usize, sampling: Option<Sampling>) -> Result<Generator> {
+        if let Some(s) = &sampling {
+            // the op's own checks, before any program is traced
+            nbxtensor::ops::spec::sample::Sample::new(llama.weights.dtype, s.temperature, s.top_k, s.top_p, s.seed)?;
+        }
         let state = llama.state(capacity)?;
-        Ok(Generator { llama, state, replay: true, prefills: HashMap::new(), decode: None, captures: Vec::new() })
+        let (prefills, captures) = (HashMap::new(), Vec::new());
+        Ok(Generator { llama, state, sampling, replay: true, prefills, decode: None, captures })
+    }
+
+    /// A `[shape]` int64 tensor holding `value` on the model's device.
+    fn index(&self, value: i64, shape: &[i64]) -> Result<Tensor> {
+        Ok(Tensor::from_vec(vec![value], shape)?.to(self.llama.device())?)
     }
 
     /// Runs every step eagerly, op by op, instead of on captured replays (`false`); the
@@ -119,15 +139,15 @@ impl Generator {
         self.state.capacity()
     }
 
-    /// The host memory the generator holds: the weights (mapped or copied), the KV caches and
-    /// the arenas of the replays captured so far.
-    pub fn memory(&self) -> GeneratorMemory {
+    /// The memory the generator holds: the weights (mapped or copied), the KV caches and the
+    /// arenas of the replays captured so far.
+    pub fn memory(&self) -> Result<GeneratorMemory> {
         let replays = self.prefills.values().chain(&self.decode);
-        GeneratorMemory {
-            weight_bytes: self.llama.weights.parameters() * 4,
+        Ok(GeneratorMemory {
+            weight_bytes: self.llama.weights.bytes()?,
             cache_bytes: self.state.cache_bytes(),
             arena_bytes: replays.map(|r| r.executable().plan().allocated_bytes()).sum(),
-        }
+        })
     }
 
     /// The programs captured so far, in order, with their planned and allocated arenas.
@@ -159,10 +179,10 @@ impl Generator {
             let program = trace(inputs, model)?;
             let plan = program.plan()?;
             let planned_bytes = plan.allocated_bytes();
-            let host = host_allocator();
-            let before = host.in_use();
+            let allocator = backend::of(program.device);
+            let before = allocator.in_use();
             let executable = Executable::new(program, plan)?;
-            let allocated_bytes = host.in_use().saturating_sub(before);
+            let allocated_bytes = allocator.in_use().saturating_sub(before);
             *slot = Some(executable.capture(&refs)?);
             captures.push(Capture { program: name, planned_bytes, allocated_bytes });
             seconds = start.elapsed().as_secs_f64();
@@ -174,7 +194,7 @@ impl Generator {
     }
 
     /// The prefill of `prompt` (1 to `capacity` ids, each below the vocabulary): writes the
-    /// caches' first rows, returns the last position's logits and greedy token, and the
+    /// caches' first rows, returns the last position's logits and the next token, and the
     /// seconds spent capturing.
     pub fn prefill(&mut self, prompt: &[i64]) -> Result<(Step, f64)> {
         let vocab = self.llama.config.vocab_size as i64;
@@ -191,10 +211,11 @@ impl Generator {
         let s = bucket(prompt.len()).min(self.capacity());
         let mut ids = prompt.to_vec();
         ids.resize(s, 0);
-        let inputs = [Tensor::from_vec(ids, &[1, s as i64])?, index(prompt.len() as i64 - 1, &[1])?];
-        let (llama, state) = (&self.llama, &self.state);
+        let ids = Tensor::from_vec(ids, &[1, s as i64])?.to(self.llama.device())?;
+        let inputs = [ids, self.index(prompt.len() as i64 - 1, &[1])?];
+        let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
         let model = |t: &[Tensor]| match t {
-            [ids, last] => llama.prefill(state, ids, last),
+            [ids, last] => llama.prefill(state, ids, last, sampling),
             _ => Err(ProgramError::Invalid(format!("llama prefill: 2 inputs, got {}", t.len()))),
         };
         if !self.replay {
@@ -210,7 +231,7 @@ impl Generator {
     }
 
     /// One decode step of `token` at `position` (after the prompt and the tokens before it):
-    /// writes the caches' row `position`, returns the next logits and greedy token, and the
+    /// writes the caches' row `position`, returns the logits and the next token, and the
     /// seconds spent capturing.
     pub fn decode(&mut self, token: i64, position: usize) -> Result<(Step, f64)> {
         if position >= self.capacity() {
@@ -220,10 +241,10 @@ impl Generator {
             )));
         }
         let p = position as i64;
-        let inputs = [index(token, &[1, 1])?, index(p, &[1])?, index(p + 1, &[1])?];
-        let (llama, state) = (&self.llama, &self.state);
+        let inputs = [self.index(token, &[1, 1])?, self.index(p, &[1])?, self.index(p + 1, &[1])?];
+        let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
         let model = |t: &[Tensor]| match t {
-            [token, position, length] => llama.decode(state, token, position, length),
+            [token, position, length] => llama.decode(state, token, position, length, sampling),
             _ => Err(ProgramError::Invalid(format!("llama decode: 3 inputs, got {}", t.len()))),
         };
         if !self.replay {
@@ -233,7 +254,7 @@ impl Generator {
         Ok((step_of(outputs)?, seconds))
     }
 
-    /// Greedy generation after `prompt`: at most `max_new_tokens` tokens (never past the
+    /// Generation after `prompt`: at most `max_new_tokens` tokens (never past the
     /// context), stopping after an end-of-sequence token of the config when `stop_at_eos`;
     /// `on_token` sees each token as it comes.
     pub fn generate(
@@ -271,7 +292,7 @@ impl Generator {
         Ok(Generation {
             prompt_ids: prompt.to_vec(),
             generated_ids: generated,
-            prefill_last_logits: first.logits,
+            prefill_last_logits: first.logits_f32()?,
             prefill_seconds,
             decode_seconds: start.elapsed().as_secs_f64(),
             prefill_capture_seconds,

@@ -1,7 +1,8 @@
 //! Llama-family decoders (Hugging Face `LlamaForCausalLM`, `MistralForCausalLM`,
-//! `Qwen2ForCausalLM` checkpoints) built from nbxtensor ops, with greedy generation over a KV
-//! cache held in place: a prefill program per prompt-length bucket, one decode program
-//! captured once and replayed for every token.
+//! `Qwen2ForCausalLM` checkpoints) built from nbxtensor ops, on the CPU or a GPU in float32,
+//! bfloat16 or float16, with greedy or sampled generation over a KV cache held in place: a
+//! prefill program per prompt-length bucket, one decode program captured once and replayed
+//! for every token.
 
 mod config;
 mod generate;
@@ -10,5 +11,5 @@ mod weights;
 
 pub use config::{Family, Llama3Scaling, LlamaConfig};
 pub use generate::{bucket, Capture, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
-pub use model::{DecodeState, Llama};
-pub use weights::{LayerWeights, LlamaWeights, Projection};
+pub use model::{DecodeState, Llama, Sampling};
+pub use weights::{LayerWeights, LlamaWeights, Placement, Projection};

@@ -6,15 +6,20 @@
 //! Per layer, as Hugging Face's `LlamaDecoderLayer`: `rms_norm` → `linear` q, k, v (biases for
 //! Qwen2) → `rope` on q and k (pairs `(i, i + d/2)`, HF's `rotate_half` layout) → attention
 //! (grouped-query heads) → `linear` o → residual `add` → `rms_norm` → `silu(gate) · up` →
-//! `linear` down → residual `add`; then the final `rms_norm`, the output head and `argmax`.
+//! `linear` down → residual `add`; then the final `rms_norm`, the output head and `argmax`
+//! (greedy) or `sample` (a seeded draw keyed by the position, [`Sampling`]).
+//!
+//! Everything runs in the weights' dtype on their device, as HF runs a half model: the rotary
+//! tables are computed in float32 and cast, the norms and softmaxes accumulate in float32
+//! inside their kernels.
 
-use super::{LlamaConfig, LlamaWeights, Projection};
+use super::{LlamaConfig, LlamaWeights, Placement, Projection};
 use crate::error::{ModelError, Result};
 use nbxtensor::kernel::{Attrs, KernelError};
+use nbxtensor::memory::Device;
 use nbxtensor::ops;
 use nbxtensor::program::ProgramError;
 use nbxtensor::tensor::Tensor;
-use nbxtensor::DType;
 use std::path::Path;
 
 /// A Llama-family decoder: its config and its weights.
@@ -26,9 +31,26 @@ pub struct Llama {
     pub weights: LlamaWeights,
 }
 
+/// How a decoder picks its next token from the logits: a draw from `softmax(logits /
+/// temperature)` kept to the `top_k` most likely tokens (0: all) and the smallest set whose
+/// mass reaches `top_p` (1: all), from the Philox stream of `seed` at the token's position
+/// (the same seed gives the same tokens on every device where the logits agree). Greedy
+/// decoding (argmax) is no `Sampling` at all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampling {
+    /// Above 0, finite.
+    pub temperature: f64,
+    /// The most likely tokens kept; 0 keeps every token.
+    pub top_k: usize,
+    /// In (0, 1]: the nucleus's mass; 1 keeps every token.
+    pub top_p: f64,
+    /// The stream's seed.
+    pub seed: u64,
+}
+
 /// The state a decoder runs over: one key and one value cache per layer (`[1, kv_heads,
-/// capacity, head_dim]` float32, written in place) and the rotary tables of every position
-/// (`[capacity, head_dim / 2]`).
+/// capacity, head_dim]` in the weights' dtype, written in place) and the rotary tables of
+/// every position (`[capacity, head_dim / 2]`), on the weights' device.
 pub struct DecodeState {
     /// Key caches, one per layer.
     pub keys: Vec<Tensor>,
@@ -62,7 +84,8 @@ impl DecodeState {
 
     /// Bytes of the key and value caches together.
     pub fn cache_bytes(&self) -> u64 {
-        self.keys.iter().chain(&self.values).map(|t| t.numel() as u64 * 4).sum()
+        let bytes = |t: &Tensor| t.numel() as u64 * t.dtype().itemsize().map_or(0, |w| w as u64);
+        self.keys.iter().chain(&self.values).map(bytes).sum()
     }
 }
 
@@ -77,14 +100,24 @@ fn project(x: &Tensor, p: &Projection) -> Result<Tensor, KernelError> {
 
 impl Llama {
     /// Reads `config.json` and maps the weights (`model.safetensors` or a sharded index) of
-    /// the model directory `dir`.
+    /// the model directory `dir`, on the CPU in the checkpoint's dtype.
     pub fn open(dir: &Path) -> Result<Llama> {
+        Llama::open_as(dir, Placement::CHECKPOINT_ON_CPU)
+    }
+
+    /// [`Llama::open`] into the placement's device and dtype.
+    pub fn open_as(dir: &Path, placement: Placement) -> Result<Llama> {
         if !dir.is_dir() {
             return Err(ModelError::Files(format!("no model directory {}", dir.display())));
         }
         let config = LlamaConfig::read(&dir.join("config.json"))?;
-        let weights = LlamaWeights::load(dir, &config)?;
+        let weights = LlamaWeights::load(dir, &config, placement)?;
         Ok(Llama { config, weights })
+    }
+
+    /// The device the weights live on.
+    pub fn device(&self) -> Device {
+        self.weights.embed.device()
     }
 
     /// Zeroed caches and the rotary tables of `capacity` positions (at most the model's
@@ -112,15 +145,19 @@ impl Llama {
                 sin.push(angle.sin());
             }
         }
+        let (device, dtype) = (self.device(), self.weights.dtype);
         let shape = [1, c.num_key_value_heads as i64, capacity as i64, c.head_dim as i64];
         let caches =
-            || (0..c.num_hidden_layers).map(|_| Tensor::zeros(DType::Float32, &shape)).collect::<Result<Vec<_>, _>>();
+            || (0..c.num_hidden_layers).map(|_| Tensor::zeros_on(device, dtype, &shape)).collect::<Result<Vec<_>, _>>();
+        let table = |values: Vec<f32>| -> Result<Tensor> {
+            Ok(Tensor::from_vec(values, &[capacity as i64, half as i64])?.cast(dtype)?.to(device)?)
+        };
         Ok(DecodeState {
             keys: caches()?,
             values: caches()?,
-            cos: Tensor::from_vec(cos, &[capacity as i64, half as i64])?,
-            sin: Tensor::from_vec(sin, &[capacity as i64, half as i64])?,
-            origin: Tensor::from_vec(vec![0i64], &[1])?,
+            cos: table(cos)?,
+            sin: table(sin)?,
+            origin: Tensor::from_vec(vec![0i64], &[1])?.to(device)?,
         })
     }
 
@@ -158,20 +195,30 @@ impl Llama {
         Ok(x)
     }
 
-    /// The logits `[1, 1, vocab]` and the greedy token `[1, 1]` (int64) of one hidden row
-    /// `[1, 1, hidden]`.
-    fn head(&self, row: &Tensor) -> Result<Vec<Tensor>, ProgramError> {
+    /// The logits `[1, 1, vocab]` and the next token `[1, 1]` (int64) of one hidden row
+    /// `[1, 1, hidden]` at `position` (`[1]` int64): the argmax, or a draw when `sampling`.
+    fn head(&self, row: &Tensor, position: &Tensor, sampling: Option<&Sampling>) -> Result<Vec<Tensor>, ProgramError> {
         let normed = row.rms_norm(&self.weights.norm, self.config.rms_norm_eps)?;
         let logits = normed.linear(&self.weights.lm_head, None)?;
-        let token = logits.argmax(-1, false)?;
+        let token = match sampling {
+            None => logits.argmax(-1, false)?,
+            Some(s) => logits.sample(position, s.temperature, s.top_k, s.top_p, s.seed)?,
+        };
         Ok(vec![logits, token])
     }
 
     /// The prefill of `ids` (`[1, s]` int64, a prompt padded at its end to a bucket length
     /// `s` ≤ the state's capacity) whose last real token is at `last` (`[1]` int64): writes
     /// rows `0..s` of every cache (the padding's rows are rewritten by the decode steps before
-    /// any is read) and returns the logits `[1, 1, vocab]` at `last` and their argmax `[1, 1]`.
-    pub fn prefill(&self, state: &DecodeState, ids: &Tensor, last: &Tensor) -> Result<Vec<Tensor>, ProgramError> {
+    /// any is read) and returns the logits `[1, 1, vocab]` at `last` and the next token `[1, 1]`
+    /// (drawn at position `last` when `sampling`).
+    pub fn prefill(
+        &self,
+        state: &DecodeState,
+        ids: &Tensor,
+        last: &Tensor,
+        sampling: Option<&Sampling>,
+    ) -> Result<Vec<Tensor>, ProgramError> {
         let &[1, s] = ids.shape() else {
             return Err(ProgramError::Invalid(format!("llama prefill: ids must be [1, seq], got {:?}", ids.shape())));
         };
@@ -189,18 +236,20 @@ impl Llama {
             values.kv_cache_write(v, &state.origin)?;
             Ok(q.sdpa(k, v, None, true, None)?)
         })?;
-        self.head(&hidden.index_select(last, 1)?)
+        self.head(&hidden.index_select(last, 1)?, last, sampling)
     }
 
     /// One decode step: the token `token` (`[1, 1]` int64) at `position` (`[1]` int64),
     /// attending over `length` (`[1]` int64, `position + 1`) cache rows after writing its own
-    /// key and value at `position`; returns the logits `[1, 1, vocab]` and their argmax `[1, 1]`.
+    /// key and value at `position`; returns the logits `[1, 1, vocab]` and the next token
+    /// `[1, 1]` (drawn at `position` when `sampling`).
     pub fn decode(
         &self,
         state: &DecodeState,
         token: &Tensor,
         position: &Tensor,
         length: &Tensor,
+        sampling: Option<&Sampling>,
     ) -> Result<Vec<Tensor>, ProgramError> {
         let x = token.embedding(&self.weights.embed)?;
         let (cos, sin) = (position.embedding(&state.cos)?, position.embedding(&state.sin)?);
@@ -210,6 +259,6 @@ impl Llama {
             values.kv_cache_write(v, position)?;
             Ok(q.decode_attention(keys, values, length, true, None)?)
         })?;
-        self.head(&hidden)
+        self.head(&hidden, position, sampling)
     }
 }

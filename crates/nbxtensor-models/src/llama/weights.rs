@@ -1,12 +1,15 @@
 //! A Llama-family model's weights: `model.safetensors`, or the shards a
-//! `model.safetensors.index.json` names, mapped (zero-copy where a file's data is aligned and
-//! already float32), each tensor checked by name and shape against the config. A tensor the
-//! decoder does not use is refused by name (except the rotary tables some checkpoints store).
+//! `model.safetensors.index.json` names, mapped (zero-copy on the CPU where a file's data is
+//! aligned and already in the dtype asked), each tensor checked by name and shape against the
+//! config, then cast to the dtype asked and sent once to the device asked (on a GPU the cast
+//! runs there, after the copy). A tensor the decoder does not use is refused by name (except
+//! the rotary tables some checkpoints store).
 
 use super::LlamaConfig;
 use crate::error::{ModelError, Result};
 use crate::named::Named;
 use nbxtensor::io::safetensors::load;
+use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
 use std::collections::{BTreeSet, HashMap};
@@ -44,7 +47,22 @@ pub struct LayerWeights {
     pub down: Projection,
 }
 
-/// Every weight of a Llama-family decoder, float32.
+/// Where a model's weights and caches live and in which float dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The device of the weights, caches and programs.
+    pub device: Device,
+    /// The dtype of the weights, caches and activations; `None`: the checkpoint's own (the
+    /// dtype of its token table).
+    pub dtype: Option<DType>,
+}
+
+impl Placement {
+    /// The CPU, in the checkpoint's dtype.
+    pub const CHECKPOINT_ON_CPU: Placement = Placement { device: Device::CPU, dtype: None };
+}
+
+/// Every weight of a Llama-family decoder, in one float dtype on one device.
 #[derive(Clone)]
 pub struct LlamaWeights {
     /// The token table, `[vocab, hidden]`.
@@ -57,17 +75,32 @@ pub struct LlamaWeights {
     pub lm_head: Tensor,
     /// Whether the output head is the token table.
     pub tied: bool,
+    /// The dtype of every weight.
+    pub dtype: DType,
 }
 
-impl Named {
-    /// The tensor `name` of `shape` (see [`Named::take`]) in float32 (half checkpoints cast).
+/// The float dtypes a decoder runs in.
+const DECODER_DTYPES: [DType; 3] = [DType::Float32, DType::Bfloat16, DType::Float16];
+
+/// Takes the checkpoint's tensors by name, each into one dtype on one device.
+struct Taker {
+    named: Named,
+    dtype: DType,
+    device: Device,
+}
+
+impl Taker {
+    /// The tensor `name` of `shape` (see [`Named::take`]) in the dtype asked, on the device.
     fn float(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let tensor = self.take(name, shape)?;
-        match tensor.dtype() {
-            DType::Float32 => Ok(tensor),
-            DType::Float16 | DType::Bfloat16 => Ok(tensor.cast(DType::Float32)?),
-            other => Err(ModelError::Files(format!("{}: {name} is {other}, not a float tensor", self.source))),
+        let tensor = self.named.take(name, shape)?;
+        if !DECODER_DTYPES.contains(&tensor.dtype()) {
+            let source = &self.named.source;
+            return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
         }
+        Ok(match self.device == Device::CPU {
+            true => tensor.cast(self.dtype)?,
+            false => tensor.to(self.device)?.cast(self.dtype)?,
+        })
     }
 
     fn projection(&mut self, name: &str, out: usize, input: usize, bias: bool) -> Result<Projection> {
@@ -123,8 +156,14 @@ fn weight_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
 
 impl LlamaWeights {
     /// Maps the weights of the model directory `dir` and takes every tensor the config's
-    /// decoder needs, checking its shape; half-precision weights are cast to float32.
-    pub fn load(dir: &Path, config: &LlamaConfig) -> Result<LlamaWeights> {
+    /// decoder needs, checking its shape, into the placement's dtype and device. A dtype asked
+    /// that no decoder runs in (not float32, bfloat16 or float16) is refused by name.
+    pub fn load(dir: &Path, config: &LlamaConfig, placement: Placement) -> Result<LlamaWeights> {
+        if let Some(dtype) = placement.dtype.filter(|d| !DECODER_DTYPES.contains(d)) {
+            return Err(ModelError::Input(format!(
+                "a llama decoder runs in float32, bfloat16 or float16, not {dtype}"
+            )));
+        }
         let mut tensors = HashMap::new();
         for file in weight_files(dir)? {
             for t in load(&file)? {
@@ -134,17 +173,24 @@ impl LlamaWeights {
             }
         }
         tensors.retain(|name, _| !name.ends_with(".rotary_emb.inv_freq"));
-        let mut named = Named { source: dir.display().to_string(), tensors };
+        let named = Named { source: dir.display().to_string(), tensors };
+        let table = named.tensors.get("model.embed_tokens.weight").map(|t| t.dtype());
+        let dtype = match (placement.dtype, table) {
+            (Some(asked), _) => asked,
+            (None, Some(own)) => own,
+            (None, None) => return Err(ModelError::Files(format!("{}: no model.embed_tokens.weight", named.source))),
+        };
+        let mut named = Taker { named, dtype, device: placement.device };
         let c = config;
         let (h, i, v, d) = (c.hidden_size, c.intermediate_size, c.vocab_size, c.head_dim);
         let (q_width, kv_width) = (c.num_attention_heads * d, c.num_key_value_heads * d);
         let bias = match c.attention_bias {
             Some(b) => b,
-            None => named.tensors.contains_key("model.layers.0.self_attn.q_proj.bias"),
+            None => named.named.tensors.contains_key("model.layers.0.self_attn.q_proj.bias"),
         };
         let tied = match c.tie_word_embeddings {
             Some(t) => t,
-            None => !named.tensors.contains_key("lm_head.weight"),
+            None => !named.named.tensors.contains_key("lm_head.weight"),
         };
         let embed = named.float("model.embed_tokens.weight", &[v, h])?;
         let layers = (0..c.num_hidden_layers)
@@ -165,15 +211,15 @@ impl LlamaWeights {
             .collect::<Result<Vec<_>>>()?;
         let norm = named.float("model.norm.weight", &[h])?;
         let lm_head = if tied { embed.clone() } else { named.float("lm_head.weight", &[v, h])? };
-        let mut left: Vec<&String> = named.tensors.keys().collect();
+        let mut left: Vec<&String> = named.named.tensors.keys().collect();
         if !left.is_empty() {
             left.sort();
             return Err(ModelError::Files(format!(
                 "{}: tensors the config does not account for: {left:?}",
-                named.source
+                named.named.source
             )));
         }
-        Ok(LlamaWeights { embed, layers, norm, lm_head, tied })
+        Ok(LlamaWeights { embed, layers, norm, lm_head, tied, dtype })
     }
 
     /// Every distinct weight tensor (the tied head counted once).
@@ -195,5 +241,10 @@ impl LlamaWeights {
     /// Weights in all (elements).
     pub fn parameters(&self) -> u64 {
         self.tensors().iter().map(|t| t.numel() as u64).sum()
+    }
+
+    /// Bytes of the weights in all (the tied head counted once).
+    pub fn bytes(&self) -> Result<u64> {
+        Ok(self.parameters() * self.dtype.itemsize().map_err(nbxtensor::Error::from)? as u64)
     }
 }

@@ -12,7 +12,8 @@ pub use pooling::NORM_FLOOR;
 use crate::bert::Bert;
 use crate::error::{ModelError, Result};
 use crate::tokenize::TextTokenizer;
-use nbxtensor::memory::{host_allocator, Allocator};
+use nbxtensor::backend;
+use nbxtensor::memory::{host_allocator, Device};
 use nbxtensor::program::{trace, Executable, Program, ProgramError, Replay};
 use nbxtensor::tensor::Tensor;
 use std::collections::HashMap;
@@ -27,18 +28,20 @@ pub const MAX_TOKENS: usize = 256;
 /// used ones are dropped (texts are batched by length, so an old shape seldom comes back).
 pub const REPLAY_BUDGET: usize = 512 << 20;
 
-/// The host memory of one batch: what the plan priced against what the host allocator was
-/// asked for (its accounting is process-wide: these are exact while nothing else allocates).
+/// The memory of one batch on the model's device: what the plan priced against what the
+/// device's allocator was asked for (its accounting is process-wide: these are exact while
+/// nothing else allocates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchMemory {
     /// The arena of the shape's program as its plan prices it, before anything runs: the bytes
-    /// the host allocator takes for it (its size class), workspace included.
+    /// the device's allocator takes for it (its size class or granularity), workspace included.
     pub planned_bytes: u64,
-    /// The bytes creating the shape's executable took from the host allocator, measured
+    /// The bytes creating the shape's executable took from the device's allocator, measured
     /// (`None` when the shape's replay existed).
     pub arena_allocated_bytes: Option<u64>,
-    /// The most bytes the replay run took from the host allocator above what was in use
-    /// before it, measured: the embeddings it returns (the arena is already there).
+    /// The bytes the replay run took above what was in use before it, measured (on the host
+    /// its high-water mark, on a GPU the blocks it left live): the embeddings it returns (the
+    /// arena is already there).
     pub run_allocated_bytes: u64,
 }
 
@@ -72,6 +75,7 @@ pub struct BatchReport {
 /// A sentence-embedding model: a BERT encoder, its tokenizer, and one verified replay per
 /// batch shape met so far (the most recently used ones, within a budget of arena bytes).
 pub struct SentenceEmbedder {
+    device: Device,
     bert: Bert,
     tokenizer: TextTokenizer,
     floor: Tensor,
@@ -86,11 +90,19 @@ impl SentenceEmbedder {
     /// (mapped), `tokenizer.json`, and `sentence_bert_config.json`'s `max_seq_length` when
     /// present (else [`MAX_TOKENS`]), never past the model's positions.
     pub fn open(dir: &Path) -> Result<SentenceEmbedder> {
-        let bert = Bert::open(dir)?;
+        SentenceEmbedder::open_on(dir, Device::CPU)
+    }
+
+    /// [`SentenceEmbedder::open`] with the weights sent once to `device`, where every batch's
+    /// program then runs (a CUDA graph on a GPU); the embeddings come back to the host.
+    pub fn open_on(dir: &Path, device: Device) -> Result<SentenceEmbedder> {
+        let mut bert = Bert::open(dir)?;
+        bert.weights = bert.weights.to(device)?;
         let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
         let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
-        let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?;
+        let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?.to(device)?;
         Ok(SentenceEmbedder {
+            device,
             bert,
             tokenizer,
             floor,
@@ -132,6 +144,11 @@ impl SentenceEmbedder {
         }
     }
 
+    /// Where the model runs.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
     /// The encoder.
     pub fn bert(&self) -> &Bert {
         &self.bert
@@ -160,7 +177,8 @@ impl SentenceEmbedder {
     /// The traced program of a `batch` × `seq` batch (nothing runs).
     pub fn program(&self, batch: usize, seq: usize) -> Result<Program> {
         let zeros = SentenceBatch::zeros(batch, seq)?;
-        Ok(trace(&zeros.inputs().map(Tensor::clone), |t| self.model(t))?)
+        let inputs = zeros.inputs().map(|t| t.to(self.device)).into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(trace(&inputs, |t| self.model(t))?)
     }
 
     /// Shapes whose replay is kept, ready.
@@ -171,12 +189,13 @@ impl SentenceEmbedder {
     }
 
     /// Embeds `batch` on its shape's replay, capturing it first when the shape is new;
-    /// returns the embeddings, the seconds spent capturing, and the host memory the plan
-    /// priced against what creating the executable and running the replay allocated.
+    /// returns the embeddings (on the model's device), the seconds spent capturing, and the
+    /// memory the plan priced against what creating the executable and running the replay
+    /// allocated on the device.
     pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
         let shape = batch.shape();
         let inputs = batch.inputs();
-        let host = host_allocator();
+        let (host, device) = (host_allocator(), backend::of(self.device));
         let (mut capture_seconds, mut arena_allocated_bytes) = (0.0, None);
         let (replay, _) = match self.replays.remove(&shape) {
             Some(kept) => kept,
@@ -185,17 +204,20 @@ impl SentenceEmbedder {
                 let program = self.program(shape.0, shape.1)?;
                 let plan = program.plan()?;
                 self.evict(plan.arena_bytes() as usize);
-                let before = host.in_use();
+                let before = device.in_use();
                 let executable = Executable::new(program, plan)?;
-                arena_allocated_bytes = Some(host.in_use().saturating_sub(before));
+                arena_allocated_bytes = Some(device.in_use().saturating_sub(before));
                 let replay = executable.capture(&inputs)?;
                 capture_seconds = start.elapsed().as_secs_f64();
                 (replay, 0)
             }
         };
-        let before = host.reset_high_water();
+        let (before, held) = (host.reset_high_water(), device.in_use());
         let outputs = replay.run(&inputs);
-        let run_allocated_bytes = host.high_water().saturating_sub(before);
+        let run_allocated_bytes = match self.device == Device::CPU {
+            true => host.high_water().saturating_sub(before),
+            false => device.in_use().saturating_sub(held),
+        };
         let planned_bytes = replay.executable().plan().allocated_bytes();
         self.clock += 1;
         self.replays.insert(shape, (replay, self.clock));
@@ -229,7 +251,7 @@ impl SentenceEmbedder {
             let start = Instant::now();
             let BatchRun { embeddings: vectors, capture_seconds, memory } = self.run_batch(&batch)?;
             let run_seconds = start.elapsed().as_secs_f64() - capture_seconds;
-            let values = vectors.to_vec::<f32>()?;
+            let values = vectors.to(Device::CPU)?.to_vec::<f32>()?;
             for (row, &i) in chunk.iter().enumerate() {
                 embeddings[i] = values[row * self.dimension()..(row + 1) * self.dimension()].to_vec();
             }

@@ -61,10 +61,12 @@ fn reference(row: &[f64], f: Filters, seed: u64, stream: u64, position: u64) -> 
         // a weight stays when the weights strictly heavier than it sum below the limit
         let mut sorted = w.clone();
         sorted.sort_unstable_by(|a, b| b.cmp(a));
-        let sums: Vec<u64> = std::iter::once(0).chain(sorted.iter().scan(0, |s, &x| {
-            *s += x;
-            Some(*s)
-        })).collect();
+        let sums: Vec<u64> = std::iter::once(0)
+            .chain(sorted.iter().scan(0, |s, &x| {
+                *s += x;
+                Some(*s)
+            }))
+            .collect();
         let heavier = |x: u64| sums[sorted.partition_point(|&s| s > x)];
         let stays: Vec<bool> = w.iter().map(|&x| x > 0 && heavier(x) < limit).collect();
         w.iter_mut().zip(stays).for_each(|(x, s)| *x = if s { *x } else { 0 });
@@ -73,11 +75,12 @@ fn reference(row: &[f64], f: Filters, seed: u64, stream: u64, position: u64) -> 
     Words { seed, stream }.fill(position, &mut word);
     let target = scaled(word[0], w.iter().sum());
     let mut running = 0u64;
-    w.iter().position(|&x| {
-        running += x;
-        running > target
-    })
-    .map(|j| j as i64)
+    w.iter()
+        .position(|&x| {
+            running += x;
+            running > target
+        })
+        .map(|j| j as i64)
 }
 
 /// The row values of a logits case: drawn, then with ties, NaN, -inf and +inf placed as asked.
@@ -157,7 +160,8 @@ pub fn sample_values(target: &Target) {
         let x = target.tensor(dtype, &[2], &[Elem::F(0.0), Elem::F(0.0)]);
         let ones: i128 = (0..400)
             .map(|at| {
-                let out = target.run1("sample", dtype, &attrs(plain, 9), &[&x, &position(target, at, DType::Int64, &[])]);
+                let out =
+                    target.run1("sample", dtype, &attrs(plain, 9), &[&x, &position(target, at, DType::Int64, &[])]);
                 read(&out)[0].i()
             })
             .sum();
@@ -187,7 +191,11 @@ pub fn sample_edge_cases(target: &Target) {
         }
         let x = target.tensor(dtype, &[1, 40], &logits(&mut draw, dtype, 40, 1.0, ""));
         let floaty = target.tensor(DType::Float32, &[], &[Elem::F(1.0)]);
-        assert_refused(&what("a float position"), target.run(op, dtype, &attrs(plain, 1), &[&x, &floaty]), &["position"]);
+        assert_refused(
+            &what("a float position"),
+            target.run(op, dtype, &attrs(plain, 1), &[&x, &floaty]),
+            &["position"],
+        );
         let two = target.tensor(DType::Int64, &[2], &[Elem::I(1), Elem::I(2)]);
         assert_refused(&what("two positions"), target.run(op, dtype, &attrs(plain, 1), &[&x, &two]), &["position"]);
         let cold = Filters { temperature: 0.0, ..plain };

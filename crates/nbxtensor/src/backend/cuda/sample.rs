@@ -6,10 +6,10 @@
 
 use super::{device_ptr, function, register, Args, KernelSource};
 use crate::backend::LaunchTable;
+use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::sample::{Sample, EXP, WEIGHT_BITS};
 use crate::ops::spec::FLOATS;
-use crate::dtype::DType;
 use crate::tensor::Tensor;
 
 /// The source of the sampling kernel (after the Philox block function).

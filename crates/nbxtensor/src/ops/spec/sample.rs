@@ -46,9 +46,9 @@ pub const WEIGHT_BITS: i32 = 40;
 /// coefficients of eʳ from r⁷ down to r⁰ (Horner's order).
 pub const EXP: [f32; 12] = [
     std::f32::consts::LOG2_E,
-    0.693_359_375,     // ln 2, high part (exact in 9 bits)
-    -2.121_944_4e-4,   // ln 2 − the high part
-    -28.0,             // e^-28 · 2^40 < 1
+    0.693_359_375,   // ln 2, high part (exact in 9 bits)
+    -2.121_944_4e-4, // ln 2 − the high part
+    -28.0,           // e^-28 · 2^40 < 1
     1.0 / 5040.0,
     1.0 / 720.0,
     1.0 / 120.0,
@@ -299,9 +299,8 @@ mod tests {
         let spec = Sample { dtype: DType::Float32, temperature: 0.5, top_k: 0, top_p: 0.5, seed: 0 };
         assert_eq!(spec.top_p_fraction(), Some(1 << 31));
         assert_eq!(spec.inverse_temperature(), 2.0);
-        let cost = spec
-            .declare(&[TensorMeta::new(DType::Float32, &[2, 1, 10]), TensorMeta::new(DType::Int64, &[1])])
-            .unwrap();
+        let cost =
+            spec.declare(&[TensorMeta::new(DType::Float32, &[2, 1, 10]), TensorMeta::new(DType::Int64, &[1])]).unwrap();
         assert_eq!(cost.outputs, vec![TensorMeta::new(DType::Int64, &[2, 1])]);
         assert_eq!(cost.workspace, 8 * 20);
     }
