@@ -118,9 +118,9 @@ impl Generator {
         Ok(Generator { llama, state, sampling, replay: true, prefills, decode: None, captures })
     }
 
-    /// A `[shape]` int64 tensor holding `value` on the model's device.
-    fn index(&self, value: i64, shape: &[i64]) -> Result<Tensor> {
-        Ok(Tensor::from_vec(vec![value], shape)?.to(self.llama.device())?)
+    /// Host `inputs` on the model's device.
+    fn on_device(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        Ok(inputs.iter().map(|t| t.to(self.llama.device())).collect::<Result<_, _>>()?)
     }
 
     /// Runs every step eagerly, op by op, instead of on captured replays (`false`); the
@@ -162,10 +162,12 @@ impl Generator {
         b
     }
 
-    /// Runs `inputs` on the replay in `slot`, tracing `model` into a program, planning and
-    /// capturing it first when the slot is empty (recorded in `captures` as `name`); returns
-    /// the outputs and the capture's seconds.
+    /// Runs the host `inputs` on the replay in `slot` (copied straight into its arena),
+    /// tracing `model` over their copies on `device` into a program, planning and capturing it
+    /// first when the slot is empty (recorded in `captures` as `name`); returns the outputs and
+    /// the capture's seconds.
     fn replayed(
+        device: Device,
         slot: &mut Option<Replay>,
         captures: &mut Vec<Capture>,
         name: String,
@@ -176,7 +178,8 @@ impl Generator {
         let mut seconds = 0.0;
         if slot.is_none() {
             let start = Instant::now();
-            let program = trace(inputs, model)?;
+            let traced = inputs.iter().map(|t| t.to(device)).collect::<Result<Vec<_>, _>>()?;
+            let program = trace(&traced, model)?;
             let plan = program.plan()?;
             let planned_bytes = plan.allocated_bytes();
             let allocator = backend::of(program.device);
@@ -211,18 +214,18 @@ impl Generator {
         let s = bucket(prompt.len()).min(self.capacity());
         let mut ids = prompt.to_vec();
         ids.resize(s, 0);
-        let ids = Tensor::from_vec(ids, &[1, s as i64])?.to(self.llama.device())?;
-        let inputs = [ids, self.index(prompt.len() as i64 - 1, &[1])?];
+        let inputs = [Tensor::from_vec(ids, &[1, s as i64])?, Tensor::from_vec(vec![prompt.len() as i64 - 1], &[1])?];
         let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
         let model = |t: &[Tensor]| match t {
             [ids, last] => llama.prefill(state, ids, last, sampling),
             _ => Err(ProgramError::Invalid(format!("llama prefill: 2 inputs, got {}", t.len()))),
         };
         if !self.replay {
-            return Ok((step_of(model(&inputs[..])?)?, 0.0));
+            return Ok((step_of(model(&self.on_device(&inputs)?)?)?, 0.0));
         }
         let mut slot = self.prefills.remove(&s);
-        let result = Self::replayed(&mut slot, &mut self.captures, format!("prefill {s}"), &inputs, model);
+        let device = self.llama.device();
+        let result = Self::replayed(device, &mut slot, &mut self.captures, format!("prefill {s}"), &inputs, model);
         if let Some(replay) = slot {
             self.prefills.insert(s, replay);
         }
@@ -241,16 +244,19 @@ impl Generator {
             )));
         }
         let p = position as i64;
-        let inputs = [self.index(token, &[1, 1])?, self.index(p, &[1])?, self.index(p + 1, &[1])?];
+        let index = |value: i64, shape: &[i64]| Tensor::from_vec(vec![value], shape);
+        let inputs = [index(token, &[1, 1])?, index(p, &[1])?, index(p + 1, &[1])?];
         let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
         let model = |t: &[Tensor]| match t {
             [token, position, length] => llama.decode(state, token, position, length, sampling),
             _ => Err(ProgramError::Invalid(format!("llama decode: 3 inputs, got {}", t.len()))),
         };
         if !self.replay {
-            return Ok((step_of(model(&inputs[..])?)?, 0.0));
+            return Ok((step_of(model(&self.on_device(&inputs)?)?)?, 0.0));
         }
-        let (outputs, seconds) = Self::replayed(&mut self.decode, &mut self.captures, "decode".into(), &inputs, model)?;
+        let device = self.llama.device();
+        let (outputs, seconds) =
+            Self::replayed(device, &mut self.decode, &mut self.captures, "decode".into(), &inputs, model)?;
         Ok((step_of(outputs)?, seconds))
     }
 
