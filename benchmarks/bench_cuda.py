@@ -224,6 +224,60 @@ def torch_kernels(fn):
     return "+".join(dict.fromkeys(n.split("<")[0].split("(")[0][:40] for n in names)) or "?"
 
 
+# the linears of a Llama-3-8B decode step: (name, in features, out features)
+LLAMA_LINEARS = [
+    ("q, o 4096->4096", 4096, 4096),
+    ("k, v 4096->1024", 4096, 1024),
+    ("qkv 4096->6144", 4096, 6144),
+    ("gate, up 4096->14336", 4096, 14336),
+    ("gate+up 4096->28672", 4096, 28672),
+    ("down 14336->4096", 14336, 4096),
+    ("head 4096->128256", 4096, 128256),
+]
+
+
+def gemv_rows(repeats, copy_bw, rows_of_x=(1, 4)):
+    """bf16 ``linear`` of m rows at a decode step's shapes: a chain of products over distinct
+    weights (together past L2, so each is read from memory) captured and replayed by both
+    libraries (nbxtensor's program, torch's CUDA graph), time per product; the weight bytes over
+    that time against the copy bandwidth."""
+    rows = []
+    for name, k, n in LLAMA_LINEARS:
+        count = max(4, -(-(512 << 20) // (n * k * 2)))
+        weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / 64 for _ in range(count)]
+        ours = [nbx.from_dlpack(w) for w in weights]
+        for m in rows_of_x:
+            x = torch.randn(1, m, k, device="cuda", dtype=torch.bfloat16)
+            tx = nbx.from_dlpack(x)
+
+            def model(t):
+                return [ops.linear(t, w) for w in ours][-1]
+
+            traced = program.trace(model, tx)
+            replay = traced.executable().capture(tx)
+            graph = torch.cuda.CUDAGraph()
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for w in weights:
+                    torch.nn.functional.linear(x, w)
+            torch.cuda.current_stream().wait_stream(stream)
+            with torch.cuda.graph(graph):
+                for w in weights:
+                    y = torch.nn.functional.linear(x, w)
+            mine = timed(lambda: replay.run(tx), ours_sync, repeats, 5) / count
+            theirs = timed(graph.replay, torch_sync, repeats, 5) / count
+            eager = timed(lambda: [torch.nn.functional.linear(x, w) for w in weights], torch_sync, repeats, 5) / count
+            moved = n * k * 2
+            note = (f"{moved / mine / 1e12:.2f} TB/s = {moved / mine / copy_bw:.0%} of copy; torch graph "
+                    f"{moved / theirs / copy_bw:.0%}; torch eager {eager * 1e6:.1f} us; {count} weights, "
+                    f"{len(traced)} launches")
+            rows.append((f"linear m={m} {name}", mine, theirs, note))
+            del y
+        del weights, ours
+    return rows
+
+
 def decode_rows(repeats, copy_bw):
     """Decode attention, b1 hq32 hk8 d128 bf16, one query over caches of T rows: (name, our
     seconds, torch default seconds, note with the cache bytes' bandwidth and torch's backends)."""
@@ -269,12 +323,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--numel", type=int, default=1 << 28, help="elements of the memory-bound rows")
-    parser.add_argument("--only", choices=["decode"], help="the copy bandwidth and these rows alone")
+    parser.add_argument("--only", choices=["decode", "gemv"], help="the copy bandwidth and these rows alone")
     args = parser.parse_args()
     print(f"device: {runtime.devices()[0]['name']}, {runtime.gpu_runtime()}, torch {torch.__version__}")
     copy_bw = copy_bandwidth(args.repeats, args.numel)
     print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
+    if args.only == "gemv":
+        for name, mine, theirs, note in gemv_rows(args.repeats, copy_bw):
+            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        return
     if args.only == "decode":
         for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
             print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")

@@ -9,6 +9,8 @@ pub const USAGE: &str = "\
 usage:
   nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N] [--threads N]
   nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
+  nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--device cpu|cuda]
+            [--device-file VENDOR/NAME]
   nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda]
                [--dtype float32|bfloat16|float16] [--temperature T] [--top-k K] [--top-p P] [--seed S]
                [--output FILE.json] [--threads N]
@@ -19,7 +21,10 @@ usage:
          tokens (fewer distinct shapes, so fewer captures; the embeddings do not change)
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
-         on the rates of a device file
+         on the rates of a device file. For a Llama-family decoder, the memory of a generation
+         over --context positions (a prompt of --prompt-tokens, default the whole context, then
+         decode steps) from config.json and the safetensors headers alone, no weight read:
+         weights, KV cache, the prefill and decode arenas and what the run holds in all
   generate  decoding of a Hugging Face Llama-family checkpoint (llama, mistral, qwen2): a
          prefill program per prompt-length bucket, then one captured decode program (a CUDA
          graph on a GPU) replayed for every token over a KV cache written in place; stops at
@@ -55,6 +60,12 @@ pub struct Options {
     pub device_file: Option<(String, String)>,
     /// `--threads N`.
     pub threads: Option<usize>,
+    /// `--context N` (a decoder's positions).
+    pub context: Option<usize>,
+    /// `--prompt-tokens N` (a decoder's prompt).
+    pub prompt_tokens: Option<usize>,
+    /// `--dtype` (a decoder's; `None`: the checkpoint's).
+    pub dtype: Option<nbxtensor::DType>,
 }
 
 /// A parsed command.
@@ -73,7 +84,18 @@ pub enum Command {
 /// Options each command takes.
 const EMBED_OPTIONS: [&str; 7] =
     ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--threads"];
-const PRICE_OPTIONS: [&str; 7] = ["--model", "--batch", "--seq", "--device", "--device-file", "--svg", "--threads"];
+const PRICE_OPTIONS: [&str; 10] = [
+    "--model",
+    "--batch",
+    "--seq",
+    "--device",
+    "--device-file",
+    "--svg",
+    "--threads",
+    "--context",
+    "--prompt-tokens",
+    "--dtype",
+];
 
 fn number(option: &str, value: &str) -> Result<usize, String> {
     value
@@ -104,6 +126,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         svg: None,
         device_file: None,
         threads: None,
+        context: None,
+        prompt_tokens: None,
+        dtype: None,
     };
     let mut model = None;
     let mut rest = args[1..].iter();
@@ -121,6 +146,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--seq" => o.seq = Some(number(option, value)?),
             "--pad-multiple" => o.pad_multiple = number(option, value)?,
             "--threads" => o.threads = Some(number(option, value)?),
+            "--context" => o.context = Some(number(option, value)?),
+            "--prompt-tokens" => o.prompt_tokens = Some(number(option, value)?),
+            "--dtype" => o.dtype = Some(crate::generate::decoder_dtype(value)?),
             "--device" => {
                 o.device = match value.as_str() {
                     "cpu" | "cuda" => Device::parse(value).map_err(|e| e.to_string())?,
@@ -178,5 +206,14 @@ mod tests {
         assert!(parse(&args("price --model m --input x")).unwrap_err().contains("--input"));
         assert!(parse(&args("train")).unwrap_err().contains("train"));
         assert!(parse(&args("price --batch 2")).unwrap_err().contains("--model"));
+        let Command::Price(o) =
+            parse(&args("price --model m --context 4096 --prompt-tokens 100 --dtype bfloat16")).unwrap()
+        else {
+            panic!("not price")
+        };
+        assert_eq!((o.context, o.prompt_tokens, o.dtype), (Some(4096), Some(100), Some(nbxtensor::DType::Bfloat16)));
+        assert!(parse(&args("price --model m --context 0")).unwrap_err().contains("--context"));
+        assert!(parse(&args("price --model m --dtype int8")).unwrap_err().contains("int8"));
+        assert!(parse(&args("embed --model m --input a --output b --context 5")).unwrap_err().contains("--context"));
     }
 }

@@ -6,9 +6,10 @@
 //! to a temporary file and renamed: `files::Output`).
 
 use crate::files::Output;
+use nbxtensor::backend;
 use nbxtensor::memory::Device;
 use nbxtensor::DType;
-use nbxtensor_models::llama::{bucket, Generator, Llama, Placement, Sampling};
+use nbxtensor_models::llama::{bucket, Generator, Llama, LlamaConfig, Placement, Sampling};
 use nbxtensor_models::TextTokenizer;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,14 @@ impl GenerateOptions {
     }
 }
 
+/// The `--dtype` of a decoder: float32, bfloat16 or float16.
+pub fn decoder_dtype(value: &str) -> Result<DType, String> {
+    match value {
+        "float32" | "bfloat16" | "float16" => DType::from_name(value).map_err(|e| e.to_string()),
+        other => Err(format!("unknown dtype {other:?} (float32, bfloat16 or float16)")),
+    }
+}
+
 fn positive(option: &str, value: &str) -> Result<usize, String> {
     value
         .parse::<usize>()
@@ -108,12 +117,7 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
                 "cpu" | "cuda" => o.device = Device::parse(value).map_err(|e| e.to_string())?,
                 other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
             },
-            "--dtype" => match value.as_str() {
-                "float32" | "bfloat16" | "float16" => {
-                    o.dtype = Some(DType::from_name(value).map_err(|e| e.to_string())?)
-                }
-                other => return Err(format!("unknown dtype {other:?} (float32, bfloat16 or float16)")),
-            },
+            "--dtype" => o.dtype = Some(decoder_dtype(value)?),
             "--temperature" => {
                 let t: f64 = number(option, value, "a number")?;
                 if !(t.is_finite() && t >= 0.0) {
@@ -165,16 +169,7 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
     let input = o.prompt_ids.as_deref().unwrap_or(&o.model);
     let output = o.output.as_deref().map(|path| Output::prepare(path, input)).transpose()?;
     let placement = Placement { device: o.device, dtype: o.dtype };
-    let start = Instant::now();
-    let llama = Llama::open_as(&o.model, placement).map_err(|e| e.to_string())?;
-    eprintln!(
-        "nbx: model {} opened on {} in {} in {:.3} s",
-        o.model.display(),
-        o.device,
-        llama.weights.dtype,
-        start.elapsed().as_secs_f64()
-    );
-    let limit = llama.config.max_position_embeddings;
+    let limit = LlamaConfig::read(&o.model.join("config.json")).map_err(|e| e.to_string())?.max_position_embeddings;
     let tokenizer_path = o.model.join("tokenizer.json");
     // cut one past the model's positions: a prompt that long is refused below, never cut
     let tokenizer = match (&o.prompt, tokenizer_path.is_file()) {
@@ -199,8 +194,23 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
             o.max_new_tokens
         ));
     }
-    let want = (prompt.len() + o.max_new_tokens).max(bucket(prompt.len()));
+    let capacity = (prompt.len() + o.max_new_tokens).max(bucket(prompt.len())).min(limit);
     let sampling = o.sampling();
+    // priced from the headers, and refused over the memory limit, before any weight is read
+    let (priced, allocated) = Llama::open_priced(&o.model, placement).map_err(|e| e.to_string())?;
+    let price = priced.price(allocated, capacity, prompt.len(), sampling.as_ref()).map_err(|e| e.to_string())?;
+    price.check_fits().map_err(|e| e.to_string())?;
+    let device = backend::of(o.device);
+    let before = device.in_use();
+    let start = Instant::now();
+    let llama = Llama::open_as(&o.model, placement).map_err(|e| e.to_string())?;
+    eprintln!(
+        "nbx: model {} opened on {} in {} in {:.3} s",
+        o.model.display(),
+        o.device,
+        llama.weights.dtype,
+        start.elapsed().as_secs_f64()
+    );
     match &sampling {
         Some(s) => eprintln!(
             "nbx: sampling at temperature {}, top-k {}, top-p {}, seed {} (--seed {} repeats this run)",
@@ -208,7 +218,7 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         ),
         None => eprintln!("nbx: greedy decoding"),
     }
-    let mut generator = Generator::new(llama, want.min(limit), sampling).map_err(|e| e.to_string())?;
+    let mut generator = Generator::new(llama, capacity, sampling).map_err(|e| e.to_string())?;
     let mut stdout = std::io::stdout();
     let mut shown = 0usize;
     let mut so_far = Vec::new();
@@ -264,6 +274,12 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
         mib(memory.cache_bytes),
         generator.capacity(),
         mib(memory.arena_bytes)
+    );
+    eprintln!(
+        "nbx: memory held on {}: {} bytes, priced {} bytes before loading",
+        o.device,
+        device.in_use().saturating_sub(before),
+        price.held_bytes()
     );
     if let (Some(output), Some(path)) = (output, &o.output) {
         let json = serde_json::json!({

@@ -210,3 +210,55 @@ fn a_seed_repeats_a_sampled_run_and_the_half_dtypes_stay_within_tolerance() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The number after `label` in `text` (the first one).
+fn number_after(text: &str, label: &str) -> u64 {
+    let at = text.find(label).unwrap_or_else(|| panic!("no {label:?} in:\n{text}")) + label.len();
+    text[at..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn price_says_before_loading_what_generate_then_holds() {
+    let dir = scratch("price");
+    for (name, dtype, prompt_length, new_tokens) in
+        [("qwen2-tiny", "bfloat16", 11usize, 9usize), ("llama3-tiny", "float32", 3, 30)]
+    {
+        let model = checkpoint(name);
+        let model = model.to_str().unwrap();
+        let context = (prompt_length + new_tokens).to_string();
+        let tokens = prompt_length.to_string();
+        let price =
+            nbx(&["price", "--model", model, "--context", &context, "--prompt-tokens", &tokens, "--dtype", dtype]);
+        let printed = String::from_utf8_lossy(&price.stdout);
+        assert!(price.status.success(), "{name}: {}", String::from_utf8_lossy(&price.stderr));
+        let priced = number_after(&printed, "held");
+        let prompt = dir.join(format!("{name}_prompt.json"));
+        let ids: Vec<i64> = (0..prompt_length as i64).map(|i| (i * 13 + 5) % 100).collect();
+        std::fs::write(&prompt, serde_json::to_string(&ids).unwrap()).unwrap();
+        let new = new_tokens.to_string();
+        let run = nbx(&[
+            "generate",
+            "--model",
+            model,
+            "--prompt-ids",
+            prompt.to_str().unwrap(),
+            "--max-new-tokens",
+            &new,
+            "--dtype",
+            dtype,
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{name}: {stderr}");
+        assert_eq!(
+            number_after(&stderr, "memory held on cpu:"),
+            priced,
+            "{name}: held against nbx price\n{printed}\n{stderr}"
+        );
+        assert_eq!(number_after(&stderr, "bytes, priced"), priced, "{name}: generate's own price\n{stderr}");
+        if dtype == "float32" {
+            assert!(printed.contains("0.00 MiB allocated"), "{name}: the float32 weights are mapped\n{printed}");
+        }
+    }
+    let err = nbx(&["price", "--model", checkpoint("llama3-tiny").to_str().unwrap()]);
+    assert!(!err.status.success() && String::from_utf8_lossy(&err.stderr).contains("--context"));
+}

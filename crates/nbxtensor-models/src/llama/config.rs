@@ -17,6 +17,18 @@ pub enum Family {
     Qwen2,
 }
 
+impl Family {
+    /// The family of a `config.json`'s `model_type`; `None` for one no decoder here reads.
+    pub fn of_model_type(model_type: &str) -> Option<Family> {
+        match model_type {
+            "llama" => Some(Family::Llama),
+            "mistral" => Some(Family::Mistral),
+            "qwen2" => Some(Family::Qwen2),
+            _ => None,
+        }
+    }
+}
+
 /// Llama 3's rotary frequency scaling (`rope_scaling` with `rope_type` "llama3").
 #[derive(Clone, Debug, PartialEq)]
 pub struct Llama3Scaling {
@@ -148,13 +160,9 @@ impl LlamaConfig {
     pub fn parse(text: &str) -> Result<LlamaConfig, String> {
         let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let Value::Object(map) = value else { return Err("not a JSON object".into()) };
-        let family = match need(&map, "model_type")?.as_str() {
-            Some("llama") => Family::Llama,
-            Some("mistral") => Family::Mistral,
-            Some("qwen2") => Family::Qwen2,
-            _ => {
-                return Err(format!("model_type {} is not served (llama, mistral or qwen2)", need(&map, "model_type")?))
-            }
+        let model_type = need(&map, "model_type")?;
+        let Some(family) = model_type.as_str().and_then(Family::of_model_type) else {
+            return Err(format!("model_type {model_type} is not served (llama, mistral or qwen2)"));
         };
         let act = need(&map, "hidden_act")?;
         if act.as_str() != Some("silu") {

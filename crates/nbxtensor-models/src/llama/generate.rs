@@ -96,6 +96,33 @@ pub struct Generator {
     captures: Vec<Capture>,
 }
 
+/// The prefill as a program of its inputs `[ids, last]` (see [`Llama::prefill`]).
+pub(crate) fn prefill_program(
+    llama: &Llama,
+    state: &DecodeState,
+    sampling: Option<&Sampling>,
+    inputs: &[Tensor],
+) -> std::result::Result<Vec<Tensor>, ProgramError> {
+    match inputs {
+        [ids, last] => llama.prefill(state, ids, last, sampling),
+        _ => Err(ProgramError::Invalid(format!("llama prefill: 2 inputs, got {}", inputs.len()))),
+    }
+}
+
+/// The decode step as a program of its inputs `[token, position, length]` (see
+/// [`Llama::decode`]).
+pub(crate) fn decode_program(
+    llama: &Llama,
+    state: &DecodeState,
+    sampling: Option<&Sampling>,
+    inputs: &[Tensor],
+) -> std::result::Result<Vec<Tensor>, ProgramError> {
+    match inputs {
+        [token, position, length] => llama.decode(state, token, position, length, sampling),
+        _ => Err(ProgramError::Invalid(format!("llama decode: 3 inputs, got {}", inputs.len()))),
+    }
+}
+
 fn step_of(outputs: Vec<Tensor>) -> Result<Step> {
     let Ok([logits, token]) = <[Tensor; 2]>::try_from(outputs) else {
         return Err(ProgramError::Invalid("a llama step gave other than 2 outputs".into()).into());
@@ -216,10 +243,7 @@ impl Generator {
         ids.resize(s, 0);
         let inputs = [Tensor::from_vec(ids, &[1, s as i64])?, Tensor::from_vec(vec![prompt.len() as i64 - 1], &[1])?];
         let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
-        let model = |t: &[Tensor]| match t {
-            [ids, last] => llama.prefill(state, ids, last, sampling),
-            _ => Err(ProgramError::Invalid(format!("llama prefill: 2 inputs, got {}", t.len()))),
-        };
+        let model = |t: &[Tensor]| prefill_program(llama, state, sampling, t);
         if !self.replay {
             return Ok((step_of(model(&self.on_device(&inputs)?)?)?, 0.0));
         }
@@ -247,10 +271,7 @@ impl Generator {
         let index = |value: i64, shape: &[i64]| Tensor::from_vec(vec![value], shape);
         let inputs = [index(token, &[1, 1])?, index(p, &[1])?, index(p + 1, &[1])?];
         let (llama, state, sampling) = (&self.llama, &self.state, self.sampling.as_ref());
-        let model = |t: &[Tensor]| match t {
-            [token, position, length] => llama.decode(state, token, position, length, sampling),
-            _ => Err(ProgramError::Invalid(format!("llama decode: 3 inputs, got {}", t.len()))),
-        };
+        let model = |t: &[Tensor]| decode_program(llama, state, sampling, t);
         if !self.replay {
             return Ok((step_of(model(&self.on_device(&inputs)?)?)?, 0.0));
         }

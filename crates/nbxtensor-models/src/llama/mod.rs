@@ -7,9 +7,11 @@
 mod config;
 mod generate;
 mod model;
+mod price;
 mod weights;
 
 pub use config::{Family, Llama3Scaling, LlamaConfig};
 pub use generate::{bucket, Capture, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
 pub use model::{DecodeState, Llama, Sampling};
-pub use weights::{LayerWeights, LlamaWeights, Placement, Projection};
+pub use price::{GenerationPrice, PricedProgram};
+pub use weights::{Allocation, LayerWeights, LlamaWeights, Placement, Projection};

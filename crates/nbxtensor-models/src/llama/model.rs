@@ -20,6 +20,7 @@ use nbxtensor::memory::Device;
 use nbxtensor::ops;
 use nbxtensor::program::ProgramError;
 use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
 use std::path::Path;
 
 /// A Llama-family decoder: its config and its weights.
@@ -120,9 +121,8 @@ impl Llama {
         self.weights.embed.device()
     }
 
-    /// Zeroed caches and the rotary tables of `capacity` positions (at most the model's
-    /// `max_position_embeddings`, and within Mistral's sliding window).
-    pub fn state(&self, capacity: usize) -> Result<DecodeState> {
+    /// Refuses a context of `capacity` positions the model does not take.
+    fn check_capacity(&self, capacity: usize) -> Result<()> {
         let c = &self.config;
         if capacity == 0 || capacity > c.max_position_embeddings {
             return Err(ModelError::Input(format!(
@@ -135,6 +135,42 @@ impl Llama {
                 "a context of {capacity} positions is past the sliding window of {window}: sliding-window attention is not served"
             )));
         }
+        Ok(())
+    }
+
+    /// The shapes of one layer's key (or value) cache and of a rotary table, for `capacity`
+    /// positions.
+    fn state_shapes(&self, capacity: usize) -> ([i64; 4], [i64; 2]) {
+        let c = &self.config;
+        let cache = [1, c.num_key_value_heads as i64, capacity as i64, c.head_dim as i64];
+        (cache, [capacity as i64, (c.head_dim / 2) as i64])
+    }
+
+    /// The state [`Llama::state`] makes, as symbolic tensors (no memory) on the model's device:
+    /// what a program is traced and priced over before anything is allocated.
+    pub fn symbolic_state(&self, capacity: usize) -> Result<DecodeState> {
+        self.check_capacity(capacity)?;
+        let (device, dtype) = (self.device(), self.weights.dtype);
+        let (cache, table) = self.state_shapes(capacity);
+        let caches = || {
+            (0..self.config.num_hidden_layers)
+                .map(|_| Tensor::symbolic(device, dtype, &cache))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(DecodeState {
+            keys: caches()?,
+            values: caches()?,
+            cos: Tensor::symbolic(device, dtype, &table)?,
+            sin: Tensor::symbolic(device, dtype, &table)?,
+            origin: Tensor::symbolic(device, DType::Int64, &[1])?,
+        })
+    }
+
+    /// Zeroed caches and the rotary tables of `capacity` positions (at most the model's
+    /// `max_position_embeddings`, and within Mistral's sliding window).
+    pub fn state(&self, capacity: usize) -> Result<DecodeState> {
+        self.check_capacity(capacity)?;
+        let c = &self.config;
         let frequencies = c.inverse_frequencies();
         let half = frequencies.len();
         let (mut cos, mut sin) = (Vec::with_capacity(capacity * half), Vec::with_capacity(capacity * half));
@@ -146,11 +182,11 @@ impl Llama {
             }
         }
         let (device, dtype) = (self.device(), self.weights.dtype);
-        let shape = [1, c.num_key_value_heads as i64, capacity as i64, c.head_dim as i64];
+        let (shape, table_shape) = self.state_shapes(capacity);
         let caches =
             || (0..c.num_hidden_layers).map(|_| Tensor::zeros_on(device, dtype, &shape)).collect::<Result<Vec<_>, _>>();
         let table = |values: Vec<f32>| -> Result<Tensor> {
-            Ok(Tensor::from_vec(values, &[capacity as i64, half as i64])?.cast(dtype)?.to(device)?)
+            Ok(Tensor::from_vec(values, &table_shape)?.cast(dtype)?.to(device)?)
         };
         Ok(DecodeState {
             keys: caches()?,

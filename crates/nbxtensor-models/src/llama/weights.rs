@@ -8,11 +8,12 @@
 use super::LlamaConfig;
 use crate::error::{ModelError, Result};
 use crate::named::Named;
-use nbxtensor::io::safetensors::load;
+use nbxtensor::backend;
+use nbxtensor::io::safetensors::{load, open};
 use nbxtensor::memory::Device;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 /// A projection `x · weightᵀ (+ bias)`.
@@ -79,6 +80,15 @@ pub struct LlamaWeights {
     pub dtype: DType,
 }
 
+/// Where loading the weights puts their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Allocation {
+    /// Bytes taken from the device's allocator (the weights copied), to its pool's granularity.
+    pub allocated: u64,
+    /// Bytes read in place from the files' maps (on the CPU, in the checkpoint's dtype).
+    pub mapped: u64,
+}
+
 /// The float dtypes a decoder runs in.
 const DECODER_DTYPES: [DType; 3] = [DType::Float32, DType::Bfloat16, DType::Float16];
 
@@ -87,15 +97,29 @@ struct Taker {
     named: Named,
     dtype: DType,
     device: Device,
+    /// When pricing: the checkpoint's tensors read as views into its map, and the bytes of the
+    /// tensors taken so far: those the device's allocator would hold, and those mapped.
+    priced: Option<(HashSet<String>, Allocation)>,
 }
 
 impl Taker {
-    /// The tensor `name` of `shape` (see [`Named::take`]) in the dtype asked, on the device.
+    /// The tensor `name` of `shape` (see [`Named::take`]) in the dtype asked, on the device
+    /// (when pricing, a symbolic tensor of that dtype there, its bytes counted unless the load
+    /// would map it: on the CPU, in the checkpoint's dtype, aligned in the file).
     fn float(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let tensor = self.named.take(name, shape)?;
         if !DECODER_DTYPES.contains(&tensor.dtype()) {
             let source = &self.named.source;
             return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
+        }
+        if let Some((views, bytes)) = &mut self.priced {
+            let symbolic = Tensor::symbolic(self.device, self.dtype, tensor.shape())?;
+            let len = symbolic.byte_len()? as u64;
+            match self.device == Device::CPU && tensor.dtype() == self.dtype && views.contains(name) {
+                true => bytes.mapped += len,
+                false => bytes.allocated += backend::of(self.device).pooled_bytes(len),
+            }
+            return Ok(symbolic);
         }
         Ok(match self.device == Device::CPU {
             true => tensor.cast(self.dtype)?,
@@ -159,16 +183,51 @@ impl LlamaWeights {
     /// decoder needs, checking its shape, into the placement's dtype and device. A dtype asked
     /// that no decoder runs in (not float32, bfloat16 or float16) is refused by name.
     pub fn load(dir: &Path, config: &LlamaConfig, placement: Placement) -> Result<LlamaWeights> {
+        Ok(LlamaWeights::read(dir, config, placement, false)?.0)
+    }
+
+    /// The weights [`LlamaWeights::load`] would give, as symbolic tensors (shapes and dtypes,
+    /// no data) on the placement's device, from the safetensors headers alone (no weight is
+    /// read or mapped), every check of the load made; and the bytes the load would take from
+    /// the device's allocator for them (the weights it copies; on the CPU a tensor aligned in
+    /// its file and in the dtype asked is mapped instead, and costs none).
+    pub fn priced(dir: &Path, config: &LlamaConfig, placement: Placement) -> Result<(LlamaWeights, Allocation)> {
+        let (weights, allocation) = LlamaWeights::read(dir, config, placement, true)?;
+        Ok((weights, allocation.unwrap_or_default()))
+    }
+
+    /// [`LlamaWeights::load`], or [`LlamaWeights::priced`] when `price`.
+    fn read(
+        dir: &Path,
+        config: &LlamaConfig,
+        placement: Placement,
+        price: bool,
+    ) -> Result<(LlamaWeights, Option<Allocation>)> {
         if let Some(dtype) = placement.dtype.filter(|d| !DECODER_DTYPES.contains(d)) {
             return Err(ModelError::Input(format!(
                 "a llama decoder runs in float32, bfloat16 or float16, not {dtype}"
             )));
         }
         let mut tensors = HashMap::new();
+        let mut mapped = HashSet::new();
         for file in weight_files(dir)? {
-            for t in load(&file)? {
-                if tensors.insert(t.name.clone(), t.tensor).is_some() {
-                    return Err(ModelError::Files(format!("{}: the tensor {} is in two files", dir.display(), t.name)));
+            let found: Vec<(String, Tensor)> = match price {
+                false => load(&file)?.into_iter().map(|t| (t.name, t.tensor)).collect(),
+                true => {
+                    let index = open(&file)?;
+                    let mut found = Vec::new();
+                    for entry in &index.header().tensors {
+                        if index.is_zero_copy(&entry.name)? {
+                            mapped.insert(entry.name.clone());
+                        }
+                        found.push((entry.name.clone(), Tensor::symbolic(Device::CPU, entry.dtype, &entry.shape)?));
+                    }
+                    found
+                }
+            };
+            for (name, tensor) in found {
+                if tensors.insert(name.clone(), tensor).is_some() {
+                    return Err(ModelError::Files(format!("{}: the tensor {name} is in two files", dir.display())));
                 }
             }
         }
@@ -180,7 +239,8 @@ impl LlamaWeights {
             (None, Some(own)) => own,
             (None, None) => return Err(ModelError::Files(format!("{}: no model.embed_tokens.weight", named.source))),
         };
-        let mut named = Taker { named, dtype, device: placement.device };
+        let priced = price.then(|| (mapped, Allocation::default()));
+        let mut named = Taker { named, dtype, device: placement.device, priced };
         let c = config;
         let (h, i, v, d) = (c.hidden_size, c.intermediate_size, c.vocab_size, c.head_dim);
         let (q_width, kv_width) = (c.num_attention_heads * d, c.num_key_value_heads * d);
@@ -219,7 +279,8 @@ impl LlamaWeights {
                 named.named.source
             )));
         }
-        Ok(LlamaWeights { embed, layers, norm, lm_head, tied, dtype })
+        let allocated = named.priced.map(|(_, bytes)| bytes);
+        Ok((LlamaWeights { embed, layers, norm, lm_head, tied, dtype }, allocated))
     }
 
     /// Every distinct weight tensor (the tied head counted once).

@@ -65,6 +65,10 @@ pub trait Backend: Send + Sync {
     /// what a planned run allocates, to the byte.
     fn allocated_bytes(&self, bytes: u64) -> u64;
 
+    /// The bytes [`Backend::alloc`] of `bytes` takes from the device (its pool's size class):
+    /// what a tensor of that many bytes holds while it lives.
+    fn pooled_bytes(&self, bytes: u64) -> u64;
+
     /// Bytes of live blocks.
     fn in_use(&self) -> u64;
 

@@ -118,6 +118,11 @@ impl Backend for CpuBackend {
         usize::try_from(bytes).map_or(u64::MAX, |b| host_allocator().footprint(b) as u64)
     }
 
+    fn pooled_bytes(&self, bytes: u64) -> u64 {
+        // the host pools exact blocks too: one size class for both
+        self.allocated_bytes(bytes)
+    }
+
     fn in_use(&self) -> u64 {
         host_allocator().in_use()
     }

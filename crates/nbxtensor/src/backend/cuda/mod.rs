@@ -262,6 +262,10 @@ impl Backend for CudaBackend {
         bytes
     }
 
+    fn pooled_bytes(&self, bytes: u64) -> u64 {
+        usize::try_from(bytes).map_or(u64::MAX, |b| memory::size_class(b) as u64)
+    }
+
     fn in_use(&self) -> u64 {
         self.allocator().map_or(0, |a| a.in_use())
     }

@@ -95,7 +95,7 @@ pub fn cuda_allocator(index: u32) -> Result<&'static CudaAllocator, MemoryError>
 }
 
 /// The bytes a pooled request takes: a power of two up to 1 MiB, then a multiple of 2 MiB.
-fn size_class(bytes: usize) -> usize {
+pub fn size_class(bytes: usize) -> usize {
     match bytes {
         0 => 0,
         1..=1_048_576 => bytes.next_power_of_two().max(DEVICE_ALIGNMENT as usize),

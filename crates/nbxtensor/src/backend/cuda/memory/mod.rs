@@ -16,7 +16,7 @@ mod context;
 mod driver;
 mod libraries;
 
-pub use allocator::{cuda_allocator, CudaAllocator, CudaBlock, DEVICE_ALIGNMENT, STAGING_BYTES};
+pub use allocator::{cuda_allocator, size_class, CudaAllocator, CudaBlock, DEVICE_ALIGNMENT, STAGING_BYTES};
 pub use context::{context, CudaContext};
 pub use driver::{
     check, describe, driver, is_available, CudaDeviceInfo, Driver, DRIVER_SYMBOLS, REQUIRED_DRIVER_VERSION,
