@@ -95,6 +95,15 @@ fn op(name: &str, inputs: &[&Tensor]) -> Result<Tensor, KernelError> {
     Ok(ops::call(name, &Attrs::new(), inputs)?.remove(0))
 }
 
+/// `t` itself where its elements are already in row-major order (a view of size-1 dims
+/// permuted, a leading slice), else a contiguous copy: no launch where none is needed.
+fn contiguous(t: &Tensor) -> Result<Tensor, KernelError> {
+    match t.is_contiguous() {
+        true => Ok(t.clone()),
+        false => op("copy", &[t]),
+    }
+}
+
 fn project(x: &Tensor, p: &Projection) -> Result<Tensor, KernelError> {
     x.linear(&p.weight, p.bias.as_ref())
 }
@@ -216,16 +225,34 @@ impl Llama {
         let c = &self.config;
         let eps = c.rms_norm_eps;
         let s = x.shape()[1];
+        let (nq, nkv) = (c.num_attention_heads as i64, c.num_key_value_heads as i64);
         for (n, layer) in self.weights.layers.iter().enumerate() {
             let h = x.rms_norm(&layer.input_norm, eps)?;
-            let q = self.heads(&project(&h, &layer.q)?, c.num_attention_heads)?.rope(cos, sin, false)?;
-            let k = self.heads(&project(&h, &layer.k)?, c.num_key_value_heads)?.rope(cos, sin, false)?;
-            let v = op("copy", &[&self.heads(&project(&h, &layer.v)?, c.num_key_value_heads)?])?;
-            let attention = attend(n, &q, &k, &v)?.permute(&[0, 2, 1, 3])?;
-            let merged = op("copy", &[&attention])?.reshape(&[1, s, (c.num_attention_heads * c.head_dim) as i64])?;
+            let (q, k, v) = match &layer.qkv {
+                Some(qkv) => {
+                    // one product, and q and k rotated in one launch
+                    let all = self.heads(&project(&h, qkv)?, c.num_attention_heads + 2 * c.num_key_value_heads)?;
+                    let qk = all.narrow(1, 0, nq + nkv)?.rope(cos, sin, false)?;
+                    (qk.narrow(1, 0, nq)?, qk.narrow(1, nq, nkv)?, all.narrow(1, nq + nkv, nkv)?)
+                }
+                None => (
+                    self.heads(&project(&h, &layer.q)?, c.num_attention_heads)?.rope(cos, sin, false)?,
+                    self.heads(&project(&h, &layer.k)?, c.num_key_value_heads)?.rope(cos, sin, false)?,
+                    self.heads(&project(&h, &layer.v)?, c.num_key_value_heads)?,
+                ),
+            };
+            let attention = attend(n, &q, &k, &contiguous(&v)?)?.permute(&[0, 2, 1, 3])?;
+            let merged = contiguous(&attention)?.reshape(&[1, s, (c.num_attention_heads * c.head_dim) as i64])?;
             x = x.add(&project(&merged, &layer.o)?)?;
             let h = x.rms_norm(&layer.post_attention_norm, eps)?;
-            let fed = project(&h, &layer.gate)?.silu()?.mul(&project(&h, &layer.up)?)?;
+            let fed = match &layer.gate_up {
+                Some(joined) => {
+                    let both = h.linear(joined, None)?;
+                    let i = c.intermediate_size as i64;
+                    both.narrow(-1, 0, i)?.silu()?.mul(&both.narrow(-1, i, i)?)?
+                }
+                None => project(&h, &layer.gate)?.silu()?.mul(&project(&h, &layer.up)?)?,
+            };
             x = x.add(&project(&fed, &layer.down)?)?;
         }
         Ok(x)

@@ -46,6 +46,13 @@ pub struct LayerWeights {
     pub up: Projection,
     /// `[hidden, intermediate]`.
     pub down: Projection,
+    /// q, k and v joined, `[(heads + 2 · kv_heads) · head_dim, hidden]` (their rows in that
+    /// order), when the weights are copies anyway (on a GPU, or cast): one product where there
+    /// were three; `q`, `k` and `v` are then views of it.
+    pub qkv: Option<Projection>,
+    /// gate and up joined, `[2 · intermediate, hidden]`, on the same terms; `gate` and `up` are
+    /// then views of it.
+    pub gate_up: Option<Tensor>,
 }
 
 /// Where a model's weights and caches live and in which float dtype.
@@ -100,6 +107,9 @@ struct Taker {
     /// When pricing: the checkpoint's tensors read as views into its map, and the bytes of the
     /// tensors taken so far: those the device's allocator would hold, and those mapped.
     priced: Option<(HashSet<String>, Allocation)>,
+    /// Whether projections of one input are joined into one matrix ([`Taker::joined`]): where
+    /// every weight is a copy (on a GPU, or cast), so joining costs no mapped view.
+    join: bool,
 }
 
 impl Taker {
@@ -131,6 +141,51 @@ impl Taker {
         let weight = self.float(&format!("{name}.weight"), &[out, input])?;
         let bias = if bias { Some(self.float(&format!("{name}.bias"), &[out])?) } else { None };
         Ok(Projection { weight, bias })
+    }
+
+    /// The projections `parts` (name, output rows) of one input of `input` features, each taken
+    /// as [`Taker::projection`] takes it; when joining, also the one projection of them all (their
+    /// rows one after the other), each part then a view of it.
+    fn joined(
+        &mut self,
+        parts: &[(String, usize)],
+        input: usize,
+        bias: bool,
+    ) -> Result<(Vec<Projection>, Option<Projection>)> {
+        let before = self.priced.as_ref().map(|(_, bytes)| *bytes);
+        let taken =
+            parts.iter().map(|(name, out)| self.projection(name, *out, input, bias)).collect::<Result<Vec<_>>>()?;
+        if !self.join {
+            return Ok((taken, None));
+        }
+        let rows: usize = parts.iter().map(|(_, out)| out).sum();
+        let joined = match (&mut self.priced, before) {
+            (Some((_, bytes)), Some(before)) => {
+                // priced: the parts are never held, only the joined matrix (and bias)
+                let weight = Tensor::symbolic(self.device, self.dtype, &[rows as i64, input as i64])?;
+                let bias = bias.then(|| Tensor::symbolic(self.device, self.dtype, &[rows as i64])).transpose()?;
+                let pooled =
+                    |t: &Tensor| -> Result<u64> { Ok(backend::of(self.device).pooled_bytes(t.byte_len()? as u64)) };
+                bytes.allocated =
+                    before.allocated + pooled(&weight)? + bias.as_ref().map(pooled).transpose()?.unwrap_or(0);
+                Projection { weight, bias }
+            }
+            _ => {
+                let weights: Vec<&Tensor> = taken.iter().map(|p| &p.weight).collect();
+                let biases: Option<Vec<&Tensor>> = taken.iter().map(|p| p.bias.as_ref()).collect();
+                let bias = biases.filter(|_| bias).map(|b| Tensor::concat(&b, 0)).transpose()?;
+                Projection { weight: Tensor::concat(&weights, 0)?, bias }
+            }
+        };
+        let mut start = 0;
+        let mut views = Vec::with_capacity(parts.len());
+        for (_, out) in parts {
+            let (at, rows) = (start as i64, *out as i64);
+            let bias = joined.bias.as_ref().map(|b| b.narrow(0, at, rows)).transpose()?;
+            views.push(Projection { weight: joined.weight.narrow(0, at, rows)?, bias });
+            start += out;
+        }
+        Ok((views, Some(joined)))
     }
 }
 
@@ -240,7 +295,8 @@ impl LlamaWeights {
             (None, None) => return Err(ModelError::Files(format!("{}: no model.embed_tokens.weight", named.source))),
         };
         let priced = price.then(|| (mapped, Allocation::default()));
-        let mut named = Taker { named, dtype, device: placement.device, priced };
+        let join = placement.device != Device::CPU || table != Some(dtype);
+        let mut named = Taker { named, dtype, device: placement.device, priced, join };
         let c = config;
         let (h, i, v, d) = (c.hidden_size, c.intermediate_size, c.vocab_size, c.head_dim);
         let (q_width, kv_width) = (c.num_attention_heads * d, c.num_key_value_heads * d);
@@ -256,17 +312,21 @@ impl LlamaWeights {
         let layers = (0..c.num_hidden_layers)
             .map(|n| {
                 let p = format!("model.layers.{n}");
-                Ok(LayerWeights {
-                    input_norm: named.float(&format!("{p}.input_layernorm.weight"), &[h])?,
-                    q: named.projection(&format!("{p}.self_attn.q_proj"), q_width, h, bias)?,
-                    k: named.projection(&format!("{p}.self_attn.k_proj"), kv_width, h, bias)?,
-                    v: named.projection(&format!("{p}.self_attn.v_proj"), kv_width, h, bias)?,
-                    o: named.projection(&format!("{p}.self_attn.o_proj"), h, q_width, false)?,
-                    post_attention_norm: named.float(&format!("{p}.post_attention_layernorm.weight"), &[h])?,
-                    gate: named.projection(&format!("{p}.mlp.gate_proj"), i, h, false)?,
-                    up: named.projection(&format!("{p}.mlp.up_proj"), i, h, false)?,
-                    down: named.projection(&format!("{p}.mlp.down_proj"), h, i, false)?,
-                })
+                let input_norm = named.float(&format!("{p}.input_layernorm.weight"), &[h])?;
+                let attention = [("q", q_width), ("k", kv_width), ("v", kv_width)]
+                    .map(|(part, rows)| (format!("{p}.self_attn.{part}_proj"), rows));
+                let (qkv_parts, qkv) = named.joined(&attention, h, bias)?;
+                let o = named.projection(&format!("{p}.self_attn.o_proj"), h, q_width, false)?;
+                let post_attention_norm = named.float(&format!("{p}.post_attention_layernorm.weight"), &[h])?;
+                let feed = [("gate", i), ("up", i)].map(|(part, rows)| (format!("{p}.mlp.{part}_proj"), rows));
+                let (feed_parts, gate_up) = named.joined(&feed, h, false)?;
+                let down = named.projection(&format!("{p}.mlp.down_proj"), h, i, false)?;
+                let [q, k, v] = <[Projection; 3]>::try_from(qkv_parts)
+                    .map_err(|_| ModelError::Files("three attention projections".into()))?;
+                let [gate, up] = <[Projection; 2]>::try_from(feed_parts)
+                    .map_err(|_| ModelError::Files("two feed-forward projections".into()))?;
+                let gate_up = gate_up.map(|j| j.weight);
+                Ok(LayerWeights { input_norm, q, k, v, o, post_attention_norm, gate, up, down, qkv, gate_up })
             })
             .collect::<Result<Vec<_>>>()?;
         let norm = named.float("model.norm.weight", &[h])?;
