@@ -142,6 +142,28 @@ def test_rms_norm(dtype):
     close(values(got), want, dtype, ulps=16)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_add_rms_norm_is_add_then_rms_norm_bit_for_bit(dtype):
+    x = tensor(rounded(random((6, 40), seed=81), dtype), dtype)
+    r = tensor(rounded(random((6, 40), seed=83), dtype), dtype)
+    w = tensor(rounded(random((40,), seed=85), dtype), dtype)
+    total, normed = ops.add_rms_norm(x, r, w, eps=1e-5)
+    want_total = ops.add(x, r)
+    assert np.array_equal(values(total), values(want_total))
+    assert np.array_equal(values(normed), values(ops.rms_norm(want_total, w, eps=1e-5)))
+    s = values(want_total).astype(np.float64)
+    want = s / np.sqrt((s**2).mean(axis=-1, keepdims=True) + 1e-5) * values(w).astype(np.float64)
+    close(values(normed), want, dtype, ulps=16)
+
+
+def test_add_rms_norm_refuses_a_residual_of_another_shape():
+    x = tensor(np.ones((2, 4)), "float32")
+    with pytest.raises(ValueError, match=r"add_rms_norm: residual has shape \[2, 3\]"):
+        ops.add_rms_norm(x, tensor(np.ones((2, 3)), "float32"), tensor(np.ones(4), "float32"))
+    with pytest.raises(ValueError, match=r"add_rms_norm: eps must be finite"):
+        ops.add_rms_norm(x, x, tensor(np.ones(4), "float32"), eps=float("nan"))
+
+
 def test_norm_refusals_name_the_operand():
     x = tensor(np.ones((2, 4)), "float32")
     with pytest.raises(ValueError, match=r"layer_norm: bias has shape \[3\]"):

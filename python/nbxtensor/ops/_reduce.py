@@ -114,4 +114,12 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float | None = None) -> Tensor:
     return _core.call("rms_norm", [x, weight], _given(eps=None if eps is None else float(eps)))[0]
 
 
-__all__ = ["sum", "prod", "all", "any", "mean", "max", "min", "argmax", "argmin", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax", "layer_norm", "rms_norm"]
+def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float | None = None) -> tuple[Tensor, Tensor]:
+    """``(x + residual, rms_norm(x + residual, weight, eps))`` in one pass: the sum rounded to the
+    dtype as ``add`` rounds it, and its norm over the last dim, bit for bit those of ``add`` then
+    ``rms_norm`` (a decoder layer's residual add and the next norm)."""
+    total, normed = _core.call("add_rms_norm", [x, residual, weight], _given(eps=None if eps is None else float(eps)))
+    return total, normed
+
+
+__all__ = ["sum", "prod", "all", "any", "mean", "max", "min", "argmax", "argmin", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm"]

@@ -5,9 +5,15 @@
 //!
 //! Per layer, as Hugging Face's `LlamaDecoderLayer`: `rms_norm` → `linear` q, k, v (biases for
 //! Qwen2) → `rope` on q and k (pairs `(i, i + d/2)`, HF's `rotate_half` layout) → attention
-//! (grouped-query heads) → `linear` o → residual `add` → `rms_norm` → `silu(gate) · up` →
-//! `linear` down → residual `add`; then the final `rms_norm`, the output head and `argmax`
+//! (grouped-query heads) → `linear` o → residual add and `rms_norm` → `silu(gate) · up` →
+//! `linear` down → residual add; then the final `rms_norm`, the output head and `argmax`
 //! (greedy) or `sample` (a seeded draw keyed by the position, [`Sampling`]).
+//!
+//! Fused where the decode step's profile says so, each fusion bit for bit its parts on the
+//! same backend or a reordering of one product: a residual add and the norm after it are one
+//! `add_rms_norm`; where the weights are copies anyway (a GPU, a cast) q, k and v are one
+//! product and gate and up another ([`LayerWeights`](super::LayerWeights)`::qkv`, `gate_up`), and q
+//! and k are rotated in one `rope` launch; a view already in row-major order is not copied.
 //!
 //! Everything runs in the weights' dtype on their device, as HF runs a half model: the rotary
 //! tables are computed in float32 and cast, the norms and softmaxes accumulate in float32
@@ -226,8 +232,17 @@ impl Llama {
         let eps = c.rms_norm_eps;
         let s = x.shape()[1];
         let (nq, nkv) = (c.num_attention_heads as i64, c.num_key_value_heads as i64);
+        // the feed-forward's output, added to the residual stream with the next layer's norm
+        let mut pending: Option<Tensor> = None;
         for (n, layer) in self.weights.layers.iter().enumerate() {
-            let h = x.rms_norm(&layer.input_norm, eps)?;
+            let h = match pending.take() {
+                Some(fed) => {
+                    let (sum, h) = x.add_rms_norm(&fed, &layer.input_norm, eps)?;
+                    x = sum;
+                    h
+                }
+                None => x.rms_norm(&layer.input_norm, eps)?,
+            };
             let (q, k, v) = match &layer.qkv {
                 Some(qkv) => {
                     // one product, and q and k rotated in one launch
@@ -243,8 +258,8 @@ impl Llama {
             };
             let attention = attend(n, &q, &k, &contiguous(&v)?)?.permute(&[0, 2, 1, 3])?;
             let merged = contiguous(&attention)?.reshape(&[1, s, (c.num_attention_heads * c.head_dim) as i64])?;
-            x = x.add(&project(&merged, &layer.o)?)?;
-            let h = x.rms_norm(&layer.post_attention_norm, eps)?;
+            let (sum, h) = x.add_rms_norm(&project(&merged, &layer.o)?, &layer.post_attention_norm, eps)?;
+            x = sum;
             let fed = match &layer.gate_up {
                 Some(joined) => {
                     let both = h.linear(joined, None)?;
@@ -253,7 +268,10 @@ impl Llama {
                 }
                 None => project(&h, &layer.gate)?.silu()?.mul(&project(&h, &layer.up)?)?,
             };
-            x = x.add(&project(&fed, &layer.down)?)?;
+            pending = Some(project(&fed, &layer.down)?);
+        }
+        if let Some(fed) = pending {
+            x = x.add(&fed)?;
         }
         Ok(x)
     }

@@ -438,6 +438,15 @@ impl Tensor {
         Ok(one(apply("rms_norm", &[self, weight], |dtype| Norm::new(false, dtype, eps))?))
     }
 
+    /// `(self + residual, rms_norm(self + residual, weight, eps))` in one pass: the sum
+    /// rounded to the dtype as `add` rounds it, and its norm over the last dim, bit for bit
+    /// those of `add` then `rms_norm` (a decoder layer's residual add and the next norm).
+    pub fn add_rms_norm(&self, residual: &Tensor, weight: &Tensor, eps: f64) -> Result<(Tensor, Tensor)> {
+        let mut out =
+            apply("add_rms_norm", &[self, residual, weight], |dtype| Norm::with_residual(dtype, eps))?.into_iter();
+        Ok((next_output("add_rms_norm", &mut out)?, next_output("add_rms_norm", &mut out)?))
+    }
+
     /// The rotary position embedding of `[..., heads, seq, head_dim]` by `cos` and `sin`
     /// (`[seq, head_dim / 2]`); pairs `(2i, 2i+1)` when `interleaved`, else `(i, i + d/2)`.
     pub fn rope(&self, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {

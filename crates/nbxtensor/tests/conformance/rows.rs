@@ -1,5 +1,7 @@
 //! The rows family (`ops::spec::rows`): softmax and log_softmax along an axis, layer_norm and
-//! rms_norm over the last dim, rope in both pairings, against float64 references.
+//! rms_norm over the last dim, rope in both pairings, against float64 references;
+//! add_rms_norm bit for bit against `add` then `rms_norm` on the same backend (and its norm
+//! against the float64 reference of the rounded sums).
 //!
 //! Tolerances (ulps and eps of the compute type; half dtypes also their own rounding):
 //! - softmax: (8 + |x − max| + s(n)) ulp: the exponential's error, the rounding of x − max
@@ -16,14 +18,14 @@
 //! online paths are both exercised: 1, 37, 1000, 4099 and 20000 elements.
 
 use crate::cases::{self, Draw};
-use crate::harness::{assert_refused, assert_replay_matches, read, Coverage, Layout, Target};
+use crate::harness::{assert_refused, assert_replay_matches, read, read_bytes, Coverage, Layout, Target};
 use crate::reference::{assert_elems, compute_format, is_real, Elem, Tol};
 use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
-    matches!(op, "softmax" | "log_softmax" | "layer_norm" | "rms_norm" | "rope") && is_real(dtype)
+    matches!(op, "softmax" | "log_softmax" | "layer_norm" | "rms_norm" | "add_rms_norm" | "rope") && is_real(dtype)
 }
 
 /// The row lengths the value cases run.
@@ -179,6 +181,25 @@ fn check_norm(
     assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
 }
 
+/// add_rms_norm of `[x, residual, weight]`: its sum and norm byte for byte those of `add`
+/// then `rms_norm` on the same backend, the norm within rms_norm's tolerance of the float64
+/// reference of the rounded sums.
+fn check_add_rms_norm(target: &Target, dtype: DType, case: &str, inputs: [&Tensor; 3], eps: Option<f64>) {
+    let what = target.what("add_rms_norm", dtype, &format!("{case}, eps {eps:?}"));
+    let out = target.run("add_rms_norm", dtype, &eps_attrs(eps), &inputs).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(out.len(), 2, "{what}: two outputs");
+    for t in &out {
+        assert_eq!((t.dtype(), t.shape()), (dtype, inputs[0].shape()), "{what}: output dtype and shape");
+    }
+    let sum = target.run1("add", dtype, &Attrs::new(), &inputs[..2]);
+    let normed = target.run1("rms_norm", dtype, &eps_attrs(eps), &[&sum, inputs[2]]);
+    assert_eq!(read_bytes(&out[0]), read_bytes(&sum), "{what}: the sum is add's");
+    assert_eq!(read_bytes(&out[1]), read_bytes(&normed), "{what}: the norm is rms_norm's of the sum");
+    let n = *inputs[0].shape().last().unwrap() as usize;
+    let (want, tols) = norm_reference(dtype, n, &read(&sum), &read(inputs[2]), None, eps.unwrap_or(1e-6));
+    assert_elems(&what, dtype, &read(&out[1]), &want, |i| tols[i]);
+}
+
 #[allow(clippy::too_many_arguments)]
 fn check_rope(target: &Target, dtype: DType, case: &str, t: [&Tensor; 3], l: [&[Elem]; 3], interleaved: bool) {
     let what = target.what("rope", dtype, &format!("{case}, interleaved {interleaved}"));
@@ -244,10 +265,11 @@ pub fn softmax_values(target: &Target) {
 /// layer_norm and rms_norm on every dtype: rows of every length, the default eps and others,
 /// leading dims.
 pub fn norm_values(target: &Target) {
-    let mut coverage = Coverage::new(target, "rows", "norm values").only("layer_norm").only("rms_norm");
+    let mut coverage =
+        Coverage::new(target, "rows", "norm values").only("layer_norm").only("rms_norm").only("add_rms_norm");
     let mut draw = Draw::new(61);
     for (op, dtype) in target.entries("rows") {
-        if !matches!(op, "layer_norm" | "rms_norm") {
+        if !matches!(op, "layer_norm" | "rms_norm" | "add_rms_norm") {
             continue;
         }
         for (shape, eps) in LENGTHS.iter().map(|&n| (vec![if n > 1000 { 2 } else { 4 }, n], None)).chain([
@@ -265,6 +287,11 @@ pub fn norm_values(target: &Target) {
                 target.tensor(dtype, &[n as i64], &w),
                 target.tensor(dtype, &[n as i64], &b),
             ];
+            if op == "add_rms_norm" {
+                let r = target.tensor(dtype, &shape, &cases::floats(&mut draw, dtype, count, -4.0, 4.0));
+                check_add_rms_norm(target, dtype, &format!("shape {shape:?}"), [&tensors[0], &r, &tensors[1]], eps);
+                continue;
+            }
             let k = if op == "layer_norm" { 3 } else { 2 };
             let refs: Vec<&Tensor> = tensors.iter().take(k).collect();
             let logical: Vec<&[Elem]> = [&x[..], &w[..], &b[..]].into_iter().take(k).collect();
@@ -323,6 +350,26 @@ pub fn rows_non_contiguous(target: &Target) {
                     for axis in [-1, 0] {
                         check_softmax(target, op, dtype, &format!("{layout:?} input"), &x, &l, axis);
                     }
+                }
+            }
+            "add_rms_norm" => {
+                for (lx, lr) in [
+                    (Layout::Transposed, Layout::Contiguous),
+                    (Layout::Contiguous, Layout::Strided),
+                    (Layout::Broadcast, Layout::Transposed),
+                ] {
+                    let (x, _) =
+                        target.view(dtype, &[5, 12], lx, &cases::floats(&mut draw, dtype, 60, -3.0, 5.0), poison);
+                    let (r, _) =
+                        target.view(dtype, &[5, 12], lr, &cases::floats(&mut draw, dtype, 60, -3.0, 3.0), poison);
+                    let (w, _) = target.view(
+                        dtype,
+                        &[12],
+                        Layout::Strided,
+                        &cases::floats(&mut draw, dtype, 12, -2.0, 2.0),
+                        poison,
+                    );
+                    check_add_rms_norm(target, dtype, &format!("{lx:?} x, {lr:?} residual"), [&x, &r, &w], None);
                 }
             }
             "layer_norm" | "rms_norm" => {
@@ -398,6 +445,32 @@ pub fn rows_edge_shapes(target: &Target) {
                 }
                 let x = target.tensor(dtype, &[], &floats(&mut draw, 1));
                 assert_refused(&target.what(op, dtype, "0-d"), target.run(op, dtype, &softmax_attrs(-1), &[&x]), &[op]);
+            }
+            "add_rms_norm" => {
+                for shape in [&[0i64, 8][..], &[2, 0], &[3, 1], &[1]] {
+                    let n = *shape.last().unwrap() as usize;
+                    let count = cases::numel(shape);
+                    let (x, r, w) = (floats(&mut draw, count), floats(&mut draw, count), floats(&mut draw, n));
+                    let t = [
+                        target.tensor(dtype, shape, &x),
+                        target.tensor(dtype, shape, &r),
+                        target.tensor(dtype, &[n as i64], &w),
+                    ];
+                    check_add_rms_norm(target, dtype, &format!("shape {shape:?}"), [&t[0], &t[1], &t[2]], Some(1e-3));
+                }
+                let x = target.tensor(dtype, &[2, 4], &floats(&mut draw, 8));
+                let short = target.tensor(dtype, &[2, 3], &floats(&mut draw, 6));
+                let w = target.tensor(dtype, &[4], &floats(&mut draw, 4));
+                assert_refused(
+                    &target.what(op, dtype, "a residual of another shape"),
+                    target.run(op, dtype, &Attrs::new(), &[&x, &short, &w]),
+                    &[op, "residual"],
+                );
+                assert_refused(
+                    &target.what(op, dtype, "two inputs"),
+                    target.run(op, dtype, &Attrs::new(), &[&x, &w]),
+                    &[op, "3 inputs"],
+                );
             }
             "layer_norm" | "rms_norm" => {
                 let k = if op == "layer_norm" { 3 } else { 2 };
@@ -476,6 +549,12 @@ pub fn rows_capture_replay(target: &Target) {
             "softmax" | "log_softmax" => {
                 let (first, fresh) = ([floats(&[7, 40])], [floats(&[7, 40])]);
                 let model = |t: &[Tensor]| target.run(op, dtype, &softmax_attrs(-1), &[&t[0]]);
+                assert_replay_matches(&what, &first, &fresh, &model);
+            }
+            "add_rms_norm" => {
+                let w = floats(&[40]);
+                let (first, fresh) = ([floats(&[7, 40]), floats(&[7, 40])], [floats(&[7, 40]), floats(&[7, 40])]);
+                let model = |t: &[Tensor]| target.run(op, dtype, &Attrs::new(), &[&t[0], &t[1], &w]);
                 assert_replay_matches(&what, &first, &fresh, &model);
             }
             "layer_norm" | "rms_norm" => {

@@ -1,4 +1,6 @@
-//! layer_norm and rms_norm on the host (`ops::spec::rows` says what they compute).
+//! layer_norm, rms_norm and add_rms_norm on the host (`ops::spec::rows` says what they
+//! compute). add_rms_norm rounds the sum to the dtype first, as `add` does, and normalizes
+//! that rounded row as rms_norm would.
 //! Statistics and the normalization are computed in float64, rounded once; the row sums in
 //! eight interleaved float64 lanes (vectorized; the order depends on the row's length only).
 
@@ -28,7 +30,42 @@ fn lanes_sum<T: Stored>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
     lanes.iter().sum::<f64>() + tail
 }
 
+/// add_rms_norm: the rounded sums into `outputs[0]`, rms_norm of them into `outputs[1]`.
+fn run_residual<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
+    let x = read::<T>(&launch.inputs[0])?;
+    let residual = read::<T>(&launch.inputs[1])?;
+    let weight = read::<T>(&launch.inputs[2])?;
+    let n = weight.len();
+    // SAFETY: the outputs are this launch's own buffers.
+    let sums = unsafe { write::<T>(&launch.outputs[0])? };
+    let normed = unsafe { write::<T>(&launch.outputs[1])? };
+    for ((s, a), b) in sums.iter_mut().zip(x.iter()).zip(residual.iter()) {
+        *s = T::store(<T::Compute as Real>::of(a.load().wide() + b.load().wide()));
+    }
+    let (sums, eps) = (&*sums, spec.eps);
+    par_rows(normed, n, |first, rows| {
+        with_simd(
+            #[inline(always)]
+            || {
+                for (k, row) in rows.chunks_mut(n).enumerate() {
+                    let input = &sums[(first + k) * n..(first + k + 1) * n];
+                    let scale = 1.0 / (lanes_sum(input, |v| v * v) / n as f64 + eps).sqrt();
+                    for (i, o) in row.iter_mut().enumerate() {
+                        *o = T::store(<T::Compute as Real>::of(
+                            input[i].load().wide() * scale * weight[i].load().wide(),
+                        ));
+                    }
+                }
+            },
+        )
+    });
+    Ok(())
+}
+
 fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
+    if spec.residual {
+        return run_residual::<T>(spec, launch);
+    }
     let x = read::<T>(&launch.inputs[0])?;
     let weight = read::<T>(&launch.inputs[1])?;
     let bias = if spec.layer { Some(read::<T>(&launch.inputs[2])?) } else { None };
@@ -74,6 +111,7 @@ fn launch(spec: &Norm, launch: Launch<'_>) -> Result<()> {
 pub fn register(table: &mut LaunchTable) {
     table.register("layer_norm", &crate::ops::spec::REALS, launch);
     table.register("rms_norm", &crate::ops::spec::REALS, launch);
+    table.register("add_rms_norm", &crate::ops::spec::REALS, launch);
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! layer_norm and rms_norm on the GPU (`kernels/norm.cu`), over the last dim, with the CPU
-//! kernel's semantics (`backend/cpu/norm.rs`: weight and bias of the last dim's extent, the
-//! attribute `eps`), on float32, float16 and bfloat16. Contiguous rows that fit in registers
+//! layer_norm, rms_norm and add_rms_norm on the GPU (`kernels/norm.cu`), over the last dim,
+//! with the CPU kernel's semantics (`backend/cpu/norm.rs`: weight and bias of the last dim's
+//! extent, the attribute `eps`; add_rms_norm's sum rounded as `add` rounds it and normalized
+//! in rms_norm's pattern, so both outputs are bit for bit those of `add` then `rms_norm`), on
+//! float32, float16 and bfloat16. Contiguous rows that fit in registers
 //! take one pass (16-byte accesses where aligned); other layouts and longer rows read the row
 //! once per statistic.
 
@@ -24,10 +26,17 @@ const WARP_ROW: i64 = 1024;
 
 fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let op = spec.name();
-    let layer = spec.layer;
-    let (x, weight, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-    // rms_norm has no bias: the weight stands in for the pointer the kernel never reads
-    let bias = if layer { &launch.inputs[2] } else { weight };
+    let (layer, add) = (spec.layer, spec.residual);
+    let x = &launch.inputs[0];
+    // add_rms_norm: (x, residual, weight) → (sum, normed); the others (x, weight[, bias]) → y
+    let (residual, weight) = match add {
+        true => (&launch.inputs[1], &launch.inputs[2]),
+        false => (x, &launch.inputs[1]),
+    };
+    let y = launch.outputs.last().ok_or_else(|| KernelError::Invalid(format!("{op}: no output")))?;
+    // a pointer the kernel never reads or writes (no bias, no residual, no sum) is null
+    let bias = if layer { device_ptr(&launch.inputs[2]) } else { 0 };
+    let (r, sum) = if add { (device_ptr(residual), device_ptr(&launch.outputs[0])) } else { (0, 0) };
     if y.numel() == 0 {
         return Ok(());
     }
@@ -39,32 +48,37 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let device = y.device();
     let mut args = Args::new();
     let unit = |t: &crate::tensor::Tensor| t.strides().last() == Some(&1) || n == 1;
-    if x.is_contiguous() && unit(weight) && unit(bias) {
-        let pointers = [device_ptr(x), device_ptr(weight), device_ptr(bias), device_ptr(y), n as u64 * itemsize as u64];
+    let unit_bias = !layer || unit(&launch.inputs[2]);
+    if x.is_contiguous() && residual.is_contiguous() && unit(weight) && unit_bias {
+        let pointers = [device_ptr(x), r, device_ptr(weight), bias, sum, device_ptr(y), n as u64 * itemsize as u64];
         let vector = aligned16(&pointers);
         if let Some(plan) = row_plan(n, itemsize, vector) {
             let vec = if vector { "_vec" } else { "" };
             let f = function(device, &SOURCE, format_args!("norm_{op}_{dt}_{}{vec}", plan.chunks))?;
-            args.ptr(device_ptr(x)).ptr(device_ptr(weight)).ptr(device_ptr(bias)).ptr(device_ptr(y));
+            args.ptr(device_ptr(x)).ptr(r).ptr(device_ptr(weight)).ptr(bias).ptr(sum).ptr(device_ptr(y));
             args.i64(rows).i64(n).f32(eps).i32(plan.group as i32);
             let blocks = grid_extent(op, rows, i64::from(plan.block / plan.group), i32::MAX as u32)?;
             return f.launch([blocks, 1, 1], [plan.block, 1, 1], 0, &mut args);
         }
     }
     let last = x.ndim() - 1;
-    let rows_at = merged_layout(&x.shape()[..last], &x.strides()[..last], x.offset())?;
+    let rows_of = |t: &crate::tensor::Tensor| merged_layout(&t.shape()[..last], &t.strides()[..last], t.offset());
     let stride = |t: &crate::tensor::Tensor| t.strides().last().copied().unwrap_or(0);
-    args.ptr(x.storage().as_ptr() as u64).value(&rows_at).i64(stride(x));
-    args.ptr(device_ptr(weight)).i64(stride(weight)).ptr(device_ptr(bias)).i64(stride(bias));
+    args.ptr(x.storage().as_ptr() as u64).value(&rows_of(x)?).i64(stride(x));
+    let r_base = if add { residual.storage().as_ptr() as u64 } else { 0 };
+    args.ptr(r_base).value(&rows_of(residual)?).i64(stride(residual));
+    let bias_stride = if layer { stride(&launch.inputs[2]) } else { 0 };
+    args.ptr(device_ptr(weight)).i64(stride(weight)).ptr(bias).i64(bias_stride);
     let group = if n <= WARP_ROW { 32 } else { THREADS };
-    args.ptr(device_ptr(y)).i64(rows).i64(n).f32(eps).i32(group as i32);
+    args.ptr(sum).ptr(device_ptr(y)).i64(rows).i64(n).f32(eps).i32(group as i32);
     let f = function(device, &SOURCE, format_args!("norm_{op}_{dt}_looped"))?;
     let blocks = grid_extent(op, rows, i64::from(THREADS / group), i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers layer_norm and rms_norm on float32, float16 and bfloat16.
+/// Registers layer_norm, rms_norm and add_rms_norm on float32, float16 and bfloat16.
 pub fn register_all(table: &mut LaunchTable) {
     register(table, "layer_norm", &FLOATS, run);
     register(table, "rms_norm", &FLOATS, run);
+    register(table, "add_rms_norm", &FLOATS, run);
 }

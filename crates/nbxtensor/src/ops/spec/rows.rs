@@ -6,7 +6,10 @@
 //! - `layer_norm(x, weight, bias)` (`eps`, default 1e-5): `(x - mean) / sqrt(var + eps) · weight
 //!   + bias` over the last dim, the biased variance; `rms_norm(x, weight)` (`eps`, default
 //!   1e-6): `x / sqrt(mean(x²) + eps) · weight`; weight and bias have the last dim's extent and
-//!   x's dtype;
+//!   x's dtype; `add_rms_norm(x, residual, weight)` (`eps`, default 1e-6): the sum
+//!   `x + residual` (of one shape, rounded to the dtype as `add` rounds it) and `rms_norm` of
+//!   that rounded sum, two outputs from one pass (a decoder layer's residual add and the next
+//!   norm): bit for bit what `add` then `rms_norm` give on the same backend;
 //! - `rope(x, cos, sin)` (`interleaved`, default false): the rotary position embedding of
 //!   `x [..., heads, seq, head_dim]` by `cos` and `sin [seq, head_dim / 2]` of x's dtype, row
 //!   `p` holding the angles of position `p`; each pair `(x1, x2)` becomes
@@ -82,11 +85,13 @@ impl Spec for Softmax {
     }
 }
 
-/// `layer_norm` or `rms_norm` over the last dim.
+/// `layer_norm`, `rms_norm` or `add_rms_norm` over the last dim.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Norm {
     /// layer_norm (true) or rms_norm.
     pub layer: bool,
+    /// add_rms_norm: a residual added first, the sum an output too (rms only).
+    pub residual: bool,
     /// The dtype.
     pub dtype: DType,
     /// Added to the variance (or mean square) before the square root.
@@ -101,20 +106,30 @@ impl Norm {
 
     /// A norm of `dtype`; an eps that is negative or not finite is refused.
     pub fn new(layer: bool, dtype: DType, eps: f64) -> Result<Norm> {
-        let name = if layer { "layer_norm" } else { "rms_norm" };
-        require_dtype(name, dtype, &REALS)?;
-        if !(eps >= 0.0 && eps.is_finite()) {
-            return Err(KernelError::Invalid(format!("{name}: eps must be finite and at least 0, got {eps}")));
+        Norm { layer, residual: false, dtype, eps }.checked()
+    }
+
+    /// `add_rms_norm` of `dtype`; an eps that is negative or not finite is refused.
+    pub fn with_residual(dtype: DType, eps: f64) -> Result<Norm> {
+        Norm { layer: false, residual: true, dtype, eps }.checked()
+    }
+
+    /// The norm, its dtype and eps checked, refused naming the op.
+    fn checked(self) -> Result<Norm> {
+        let name = self.name();
+        require_dtype(name, self.dtype, &REALS)?;
+        if !(self.eps >= 0.0 && self.eps.is_finite()) {
+            return Err(KernelError::Invalid(format!("{name}: eps must be finite and at least 0, got {}", self.eps)));
         }
-        Ok(Norm { layer, dtype, eps })
+        Ok(self)
     }
 
     /// The op's name.
     pub fn name(&self) -> &'static str {
-        if self.layer {
-            "layer_norm"
-        } else {
-            "rms_norm"
+        match (self.layer, self.residual) {
+            (true, _) => "layer_norm",
+            (false, false) => "rms_norm",
+            (false, true) => "add_rms_norm",
         }
     }
 }
@@ -134,7 +149,11 @@ impl Spec for Norm {
 
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let name = self.name();
-        let (wanted, roles) = if self.layer { (3, "x, weight, bias") } else { (2, "x, weight") };
+        let (wanted, roles) = match (self.layer, self.residual) {
+            (true, _) => (3, "x, weight, bias"),
+            (false, false) => (2, "x, weight"),
+            (false, true) => (3, "x, residual, weight"),
+        };
         if inputs.len() != wanted {
             return Err(KernelError::Invalid(format!("{name}: takes {wanted} inputs ({roles}), got {}", inputs.len())));
         }
@@ -149,7 +168,13 @@ impl Spec for Norm {
                     meta.dtype, self.dtype
                 )));
             }
-            if role != "x" && meta.shape != [n] {
+            if role == "residual" && meta.shape != x.shape {
+                return Err(KernelError::Invalid(format!(
+                    "{name}: residual has shape {:?}, x has {:?}: they must be equal",
+                    meta.shape, x.shape
+                )));
+            }
+            if !matches!(role, "x" | "residual") && meta.shape != [n] {
                 return Err(KernelError::Invalid(format!(
                     "{name}: {role} has shape {:?}, x's last dim is {n}: it must be ({n},)",
                     meta.shape
@@ -157,9 +182,10 @@ impl Spec for Norm {
             }
         }
         let read = crate::kernel::total_bytes(inputs)?;
-        // per element: statistics (2 or 3), normalize, scale (and shift)
-        let per_element = if self.layer { 7 } else { 5 };
-        Cost::simple(vec![x.clone()], read, x.numel()?.saturating_mul(per_element))
+        // per element: statistics (2 or 3), normalize, scale (and shift, or the residual's add)
+        let per_element = if self.layer || self.residual { 7 } else { 5 };
+        let outputs = vec![x.clone(); if self.residual { 2 } else { 1 }];
+        Cost::simple(outputs, read, x.numel()?.saturating_mul(per_element))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
@@ -254,7 +280,10 @@ fn bind_norm(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn 
     attrs.only(name, &["eps"])?;
     let layer = name == "layer_norm";
     let eps = attrs.float(name, "eps", Some(if layer { Norm::LAYER_EPS } else { Norm::RMS_EPS }))?;
-    Ok(Arc::new(Norm::new(layer, dtype, eps)?))
+    match name {
+        "add_rms_norm" => Ok(Arc::new(Norm::with_residual(dtype, eps)?)),
+        _ => Ok(Arc::new(Norm::new(layer, dtype, eps)?)),
+    }
 }
 
 fn bind_rope(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
@@ -301,6 +330,16 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         family: "rows",
         summary: "x / sqrt(mean(x²) + eps) * weight over the last dim",
         inputs: &["x", "weight"],
+        attrs: RMS_EPS,
+        dtypes: |_| &REALS,
+        bind: bind_norm,
+        follows_policy: true,
+    });
+    ops.push(OpDef {
+        name: "add_rms_norm",
+        family: "rows",
+        summary: "x + residual, and rms_norm of that sum with weight over the last dim (two outputs)",
+        inputs: &["x", "residual", "weight"],
         attrs: RMS_EPS,
         dtypes: |_| &REALS,
         bind: bind_norm,
