@@ -7,12 +7,15 @@ tensors far larger than L2 (their bytes read + written over time, against the de
 copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
 kernels, eager against CUDA-graph replay (and torch's eager neg as a peer); decode attention
 (one query, 32 query heads over 8 cache heads, d 128, bf16) over caches of 1K to 128K rows against
-torch's default scaled_dot_product_attention and each of its backends that takes the case. Each timing is the median of `--repeats` runs of
+torch's default scaled_dot_product_attention and each of its backends that takes the case; and
+(``--only gemv``) bf16 ``linear`` of 1 and 4 rows at a Llama-3-8B decode step's shapes, a chain of
+products over weights together past L2, nbxtensor's program replay against torch's CUDA graph. Each timing is the median of `--repeats` runs of
 `--inner` back-to-back launches, after a warm-up, bracketed by a device synchronisation.
 torch is a reference peer only: this script imports it; the library never does.
 
     python3 benchmarks/bench_cuda.py --repeats 7
     python3 benchmarks/bench_cuda.py --repeats 7 --only decode   # the copy bandwidth and decode rows
+    python3 benchmarks/bench_cuda.py --repeats 5 --only gemv     # the copy bandwidth and GEMV rows
 """
 
 import argparse

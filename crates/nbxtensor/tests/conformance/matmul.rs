@@ -192,7 +192,17 @@ pub fn linear_values(target: &Target) {
         if op != "linear" {
             continue;
         }
-        for (sx, out_features) in [(&[5i64, 7, 64][..], 48i64), (&[3, 16], 8), (&[16], 8), (&[2, 1, 1, 9], 1)] {
+        // a few rows with long ones: the GPU's GEMV path (its unrolled loop and its tail), and past it
+        let shapes = [
+            (&[5i64, 7, 64][..], 48i64),
+            (&[3, 16], 8),
+            (&[16], 8),
+            (&[2, 1, 1, 9], 1),
+            (&[1, 2400], 33),
+            (&[2, 4, 2400], 5),
+            (&[9, 2400], 3),
+        ];
+        for (sx, out_features) in shapes {
             let in_features = *sx.last().unwrap();
             let (x, lx) = operand(target, &mut draw, dtype, sx);
             let (w, lw) = operand(target, &mut draw, dtype, &[out_features, in_features]);
