@@ -192,7 +192,7 @@ pub fn linear_values(target: &Target) {
         if op != "linear" {
             continue;
         }
-        // a few rows with long ones: the GPU's GEMV path (its unrolled loop and its tail), and past it
+        // a few rows with long ones, as a decode step's products have them, and one row more
         let shapes = [
             (&[5i64, 7, 64][..], 48i64),
             (&[3, 16], 8),
