@@ -11,6 +11,9 @@
 //! over columns, rows broadcast with stride 0), or a strided bias, is declared unreadable: the op
 //! call copies it to a contiguous tensor first.
 //!
+//! `linear` of at most `gemv::MAX_ROWS` rows in float16 or bfloat16 runs the library's own
+//! GEMV instead (`gemv.rs`), where it serves the layout.
+//!
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
 //! kernel's widening buffer.
 
@@ -319,6 +322,9 @@ fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
     let (ma, mb) = (matrix(a, true, ta), matrix(b, false, tb));
     let (m, n, k) = (ma.rows, mb.cols, ma.cols);
     if m == 0 || n == 0 || y.numel() == 0 {
+        return Ok(());
+    }
+    if super::gemv::linear(spec, &launch)? {
         return Ok(());
     }
     let device = y.device();

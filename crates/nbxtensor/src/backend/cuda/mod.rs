@@ -22,6 +22,7 @@ pub mod cudnn;
 mod decode;
 mod dims;
 mod gather;
+mod gemv;
 mod graph;
 mod grid;
 mod indexer;
@@ -116,6 +117,7 @@ pub fn sources() -> Vec<&'static KernelSource> {
         &cast::FROM_BOOL,
         &copy::SOURCE,
         &gather::SOURCE,
+        &gemv::SOURCE,
         &random::SOURCE,
         &reduce::SOURCE,
         &softmax::SOURCE,
