@@ -30,49 +30,10 @@ fn lanes_sum<T: Stored>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
     lanes.iter().sum::<f64>() + tail
 }
 
-/// add_rms_norm: the rounded sums into `outputs[0]`, rms_norm of them into `outputs[1]`.
-fn run_residual<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
-    let x = read::<T>(&launch.inputs[0])?;
-    let residual = read::<T>(&launch.inputs[1])?;
-    let weight = read::<T>(&launch.inputs[2])?;
+/// Each row of `x` (rows of `weight.len()`) normalized into `out`: layer_norm's statistics
+/// when `layer`, else rms_norm's; `bias` added when given.
+fn normalize<T: Stored>(layer: bool, eps: f64, x: &[T], weight: &[T], bias: Option<&[T]>, out: &mut [T]) {
     let n = weight.len();
-    // SAFETY: the outputs are this launch's own buffers.
-    let sums = unsafe { write::<T>(&launch.outputs[0])? };
-    let normed = unsafe { write::<T>(&launch.outputs[1])? };
-    for ((s, a), b) in sums.iter_mut().zip(x.iter()).zip(residual.iter()) {
-        *s = T::store(<T::Compute as Real>::of(a.load().wide() + b.load().wide()));
-    }
-    let (sums, eps) = (&*sums, spec.eps);
-    par_rows(normed, n, |first, rows| {
-        with_simd(
-            #[inline(always)]
-            || {
-                for (k, row) in rows.chunks_mut(n).enumerate() {
-                    let input = &sums[(first + k) * n..(first + k + 1) * n];
-                    let scale = 1.0 / (lanes_sum(input, |v| v * v) / n as f64 + eps).sqrt();
-                    for (i, o) in row.iter_mut().enumerate() {
-                        *o = T::store(<T::Compute as Real>::of(
-                            input[i].load().wide() * scale * weight[i].load().wide(),
-                        ));
-                    }
-                }
-            },
-        )
-    });
-    Ok(())
-}
-
-fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
-    if spec.residual {
-        return run_residual::<T>(spec, launch);
-    }
-    let x = read::<T>(&launch.inputs[0])?;
-    let weight = read::<T>(&launch.inputs[1])?;
-    let bias = if spec.layer { Some(read::<T>(&launch.inputs[2])?) } else { None };
-    let n = weight.len();
-    // SAFETY: the output is this launch's own buffer.
-    let out = unsafe { write::<T>(&launch.outputs[0])? };
-    let (layer, eps) = (spec.layer, spec.eps);
     par_rows(out, n, |first, rows| {
         // forced inline into with_simd's AVX2 function, so the row loops vectorize there
         with_simd(
@@ -85,7 +46,7 @@ fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
                     let scale = 1.0 / (square + eps).sqrt();
                     for (i, o) in row.iter_mut().enumerate() {
                         let mut value = (input[i].load().wide() - mean) * scale * weight[i].load().wide();
-                        if let Some(bias) = &bias {
+                        if let Some(bias) = bias {
                             value += bias[i].load().wide();
                         }
                         *o = T::store(<T::Compute as Real>::of(value));
@@ -94,6 +55,28 @@ fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
             },
         )
     });
+}
+
+fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
+    let x = read::<T>(&launch.inputs[0])?;
+    if spec.residual {
+        // add_rms_norm: the sums rounded as `add` rounds them (outputs[0]), then rms_norm of them
+        let residual = read::<T>(&launch.inputs[1])?;
+        let weight = read::<T>(&launch.inputs[2])?;
+        // SAFETY: the outputs are this launch's own buffers.
+        let sums = unsafe { write::<T>(&launch.outputs[0])? };
+        let normed = unsafe { write::<T>(&launch.outputs[1])? };
+        for ((s, a), b) in sums.iter_mut().zip(x.iter()).zip(residual.iter()) {
+            *s = T::store(<T::Compute as Real>::of(a.load().wide() + b.load().wide()));
+        }
+        normalize(false, spec.eps, sums, &weight, None, normed);
+        return Ok(());
+    }
+    let weight = read::<T>(&launch.inputs[1])?;
+    let bias = if spec.layer { Some(read::<T>(&launch.inputs[2])?) } else { None };
+    // SAFETY: the output is this launch's own buffer.
+    let out = unsafe { write::<T>(&launch.outputs[0])? };
+    normalize(spec.layer, spec.eps, &x, &weight, bias.as_deref(), out);
     Ok(())
 }
 
