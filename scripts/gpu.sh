@@ -11,6 +11,11 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# the CUDA kernels' machine code compiled into every build below (as scripts/env.sh does), by the
+# NVRTC of .venv (made by scripts/env.sh)
+[ -x .venv/bin/python ] || { echo "error: no .venv: run scripts/env.sh first (it installs NVRTC for the build)" >&2; exit 1; }
+export VIRTUAL_ENV="$root/.venv"
+export NBX_SHIP_CUDA="${NBX_SHIP_CUDA-1}"
 rm -rf .gpu && mkdir -p .gpu
 binaries="$(cargo test --release -p nbxtensor --no-run --message-format=json 2>/dev/null |
     python3 -c '
@@ -28,5 +33,5 @@ while read -r name path; do
 done <<<"$binaries"
 cargo build --release --quiet -p nbxtensor --example cuda_launch_cost
 cp target/release/examples/cuda_launch_cost .gpu/ && strip .gpu/cuda_launch_cost
-python3 -m pip wheel --quiet --no-deps -w .gpu . >/dev/null
+.venv/bin/python -m pip wheel --quiet --no-deps -w .gpu . >/dev/null
 ls -la .gpu

@@ -43,6 +43,34 @@ def test_runtime_answers_with_or_without_a_gpu():
         runtime.device_memory("cpu")
 
 
+def test_the_build_ships_the_tables_architectures():
+    """The README's build (scripts/env.sh sets NBX_SHIP_CUDA=1) carries the machine code of every
+    architecture of data/shipped_cuda.yml; on a GPU of one of them, a fresh process with an empty
+    kernel cache compiles nothing for its first ops."""
+    table = (Path(__file__).parents[1] / "crates/nbxtensor/data/shipped_cuda.yml").read_text()
+    (line,) = [line for line in table.splitlines() if line.startswith("architectures:")]
+    listed = [a.strip() for a in line.split("[", 1)[1].rstrip("]").split(",")]
+    assert listed and runtime.shipped_kernels() == listed, "built without NBX_SHIP_CUDA=1 (scripts/env.sh sets it)"
+    if not GPU or runtime.devices()[0]["arch"] not in listed:
+        return
+    code = (
+        "import numpy as np, nbxtensor as nbx\n"
+        "from nbxtensor import ops\n"
+        "x = nbx.asarray(np.arange(6, dtype=np.float32).reshape(2, 3), device='cuda')\n"
+        "y = ops.softmax(ops.add(x, x), axis=-1).to('cpu').numpy()\n"
+        "total = ops.cast(ops.sum(ops.cast(x, 'bfloat16')), 'float32')\n"
+        "print(float(total.to('cpu').numpy()), y[1].argmax())\n"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, XDG_CACHE_HOME=cache)
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["15.0", "2"]
+    assert "nbxtensor: compiling" not in done.stderr, done.stderr
+
+
 @needs_gpu
 def test_tensors_move_to_the_gpu_and_back():
     rng = np.random.default_rng(1)

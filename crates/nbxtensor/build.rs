@@ -1,5 +1,7 @@
 //! Generates the `DType` enum from `data/dtypes.yml`, so a code or a name is written only in
-//! the table, and a malformed table fails the build with the entry it concerns.
+//! the table, and a malformed table fails the build with the entry it concerns; indexes the
+//! device files; composes the CUDA sources and, when asked, compiles them into the build
+//! (`cuda_kernels.rs`).
 
 #[path = "src/facts/dtype_table.rs"]
 #[allow(dead_code)]
@@ -8,6 +10,19 @@ mod dtype_table;
 #[path = "src/facts/device_file.rs"]
 #[allow(dead_code)]
 mod device_file;
+
+#[path = "src/backend/cuda/kernel_files.rs"]
+mod kernel_files;
+
+#[path = "src/backend/cuda/memory/libraries.rs"]
+#[allow(dead_code)]
+mod libraries;
+
+#[path = "build/cuda_sources.rs"]
+mod cuda_sources;
+
+#[path = "build/cuda_kernels.rs"]
+mod cuda_kernels;
 
 use std::fmt::Write as _;
 
@@ -68,6 +83,7 @@ fn index_device_files() {
 
 fn main() {
     index_device_files();
+    cuda_kernels::generate();
     println!("cargo:rerun-if-changed=data/dtypes.yml");
     println!("cargo:rerun-if-changed=src/facts/dtype_table.rs");
     let text = std::fs::read_to_string("data/dtypes.yml").expect("data/dtypes.yml is readable");

@@ -1,11 +1,13 @@
-"""The GPU backend in force: which one (``gpu_backend``), its runtime, devices, capability
-table and memory, binding a tensor's device, and waiting for queued GPU work."""
+"""The GPU backend in force: which one (``gpu_backend``), its runtime, the architectures whose
+kernels the build carries (``shipped_kernels``), devices, capability table and memory, binding a
+tensor's device, and waiting for queued GPU work."""
 
 from nbxtensor._core import runtime as _core
 
 gpu_backend = _core.gpu_backend
 unavailable_reason = _core.unavailable_reason
 gpu_runtime = _core.gpu_runtime
+shipped_kernels = _core.shipped_kernels
 devices = _core.devices
 backend_table = _core.backend_table
 device_memory = _core.device_memory
@@ -16,6 +18,7 @@ __all__ = [
     "gpu_backend",
     "unavailable_reason",
     "gpu_runtime",
+    "shipped_kernels",
     "devices",
     "backend_table",
     "device_memory",

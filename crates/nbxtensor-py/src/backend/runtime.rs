@@ -28,6 +28,13 @@ fn gpu_runtime() -> PyResult<String> {
     Ok(format!("CUDA driver {}.{} (libcuda from {from})", d.version / 1000, d.version % 1000 / 10))
 }
 
+/// The CUDA architectures whose machine code this build carries (`sm_90`, ...): a device of
+/// one of them compiles no kernel at run time; empty for a build made without `NBX_SHIP_CUDA`.
+#[pyfunction]
+fn shipped_kernels() -> Vec<&'static str> {
+    backend::cuda::SHIPPED_ARCHITECTURES.to_vec()
+}
+
 /// The GPUs the driver sees, each a dict of its facts (index, name, arch, multiprocessors,
 /// total_memory, l2_bytes, max_shared_per_block); empty without CUDA.
 #[pyfunction]
@@ -105,6 +112,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_backend, m)?)?;
     m.add_function(wrap_pyfunction!(unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_runtime, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_kernels, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(backend_table, m)?)?;
     m.add_function(wrap_pyfunction!(device_memory, m)?)?;

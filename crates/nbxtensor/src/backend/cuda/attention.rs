@@ -17,7 +17,7 @@
 
 use super::cudnn::attention::{self as fused_attention, Addresses, Call, Layout};
 use super::dims::{grid_extent, workspace_of};
-use super::{device_ptr, function, register_with_workspace, Args, KernelSource};
+use super::{device_ptr, function, register_with_workspace, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
@@ -26,8 +26,7 @@ use crate::ops::spec::FLOATS;
 use crate::shape;
 use crate::tensor::Tensor;
 
-/// The source of the attention kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "attention.cu", text: include_str!("kernels/attention.cu") };
+pub use super::source::ATTENTION as SOURCE;
 
 /// Keys per split of the decode kernel (`NBX_CHUNK` of the source).
 pub const DECODE_CHUNK: i64 = 256;

@@ -10,32 +10,13 @@
 use super::addressing::{rows_fit, storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::binary::{Binary, BinaryOp};
 
-macro_rules! group {
-    ($define:literal, $name:literal) => {
-        KernelSource {
-            name: $name,
-            text: concat!(
-                "#define ",
-                $define,
-                "\n",
-                include_str!("kernels/indexer.cuh"),
-                include_str!("kernels/integers.cuh"),
-                "#line 1 \"binary.cu\"\n",
-                include_str!("kernels/binary.cu")
-            ),
-        }
-    };
-}
-
-/// The binary kernels on the floats.
-pub static SOURCE: KernelSource = group!("NBX_BINARY_FLOATS", "binary.cu");
-/// The binary kernels on the integers and bool.
-pub static INTEGER_SOURCE: KernelSource = group!("NBX_BINARY_INTEGERS", "binary_integers.cu");
+pub use super::source::BINARY as SOURCE;
+pub use super::source::BINARY_INTEGERS as INTEGER_SOURCE;
 
 fn run(spec: &Binary, launch: Launch<'_>) -> Result<()> {
     let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);

@@ -14,30 +14,10 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::cast::Cast;
 
-macro_rules! group {
-    ($define:literal, $name:literal) => {
-        KernelSource {
-            name: $name,
-            text: concat!(
-                "#define ",
-                $define,
-                "\n",
-                include_str!("kernels/indexer.cuh"),
-                "#line 1 \"cast.cu\"\n",
-                include_str!("kernels/cast.cu")
-            ),
-        }
-    };
-}
-
-/// The casts from float32, float16 and bfloat16.
-pub static FROM_FLOATS: KernelSource = group!("NBX_CAST_FROM_FLOATS", "cast_from_floats.cu");
-/// The casts from the signed integers.
-pub static FROM_SIGNED: KernelSource = group!("NBX_CAST_FROM_SIGNED", "cast_from_signed.cu");
-/// The casts from the unsigned integers.
-pub static FROM_UNSIGNED: KernelSource = group!("NBX_CAST_FROM_UNSIGNED", "cast_from_unsigned.cu");
-/// The casts from bool.
-pub static FROM_BOOL: KernelSource = group!("NBX_CAST_FROM_BOOL", "cast_from_bool.cu");
+pub use super::source::CAST_FROM_FLOATS as FROM_FLOATS;
+pub use super::source::CAST_FROM_SIGNED as FROM_SIGNED;
+pub use super::source::CAST_FROM_UNSIGNED as FROM_UNSIGNED;
+pub use super::source::CAST_FROM_BOOL as FROM_BOOL;
 
 /// Each dtype served, and the source holding the casts from it.
 static DTYPES: [(DType, &KernelSource); 12] = [

@@ -7,32 +7,13 @@
 use super::addressing::storage_ptr;
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::binary::{Binary, BinaryOp};
 
-macro_rules! group {
-    ($define:literal, $name:literal) => {
-        KernelSource {
-            name: $name,
-            text: concat!(
-                "#define ",
-                $define,
-                "\n",
-                include_str!("kernels/indexer.cuh"),
-                include_str!("kernels/integers.cuh"),
-                "#line 1 \"compare.cu\"\n",
-                include_str!("kernels/compare.cu")
-            ),
-        }
-    };
-}
-
-/// The comparisons of floats.
-pub static SOURCE: KernelSource = group!("NBX_COMPARE_FLOATS", "compare.cu");
-/// The comparisons of integers and bools.
-pub static INTEGER_SOURCE: KernelSource = group!("NBX_COMPARE_INTEGERS", "compare_integers.cu");
+pub use super::source::COMPARE as SOURCE;
+pub use super::source::COMPARE_INTEGERS as INTEGER_SOURCE;
 
 fn run(spec: &Binary, launch: Launch<'_>) -> Result<()> {
     let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);

@@ -1,9 +1,11 @@
-//! NVRTC: CUDA C sources of the crate compiled for a device's exact architecture at first
-//! use, and cached on disk (`<store>/kernels/<hash>.cubin` in the proven-settings store, or the
-//! directory `settings::host` names), keyed by the source, the architecture, the options and
+//! The machine code of a CUDA source for a device's architecture: the build's own where it
+//! ships that architecture (`NBX_SHIP_CUDA`, `data/shipped_cuda.yml`), else NVRTC's, compiled at
+//! first use and cached on disk (`<store>/kernels/<hash>.cubin` in the proven-settings store, or
+//! the directory `settings::host` names), keyed by the source, the architecture, the options and
 //! the compiler's version. A cached file holds its whole key and is used only when the key matches
 //! byte for byte; an unreadable or stale file is compiled again and rewritten.
 
+use super::kernel_files::{cache_key, fnv1a, program_text, read_cache, write_cache, OPTIONS};
 use super::memory::{preload, require_symbols, CudaLibrary};
 use super::source::{KernelSource, PRELUDE};
 use crate::kernel::KernelError;
@@ -12,12 +14,6 @@ use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CString};
 use std::path::PathBuf;
 use std::sync::OnceLock;
-
-/// The options every kernel is compiled with (besides the architecture).
-pub const OPTIONS: &[&str] = &["--std=c++17", "-default-device"];
-
-/// What a cache file starts with.
-const MAGIC: &[u8] = b"nbxtensor-cubin-1\n";
 
 /// Every NVRTC entry point this build calls.
 const NVRTC_SYMBOLS: &[&str] = &[
@@ -63,84 +59,62 @@ fn check(result: sys::nvrtcResult, call: &str) -> Result<(), String> {
     Err(format!("{call} failed: {}", text.to_string_lossy()))
 }
 
-/// The key a compiled source is cached under: everything its machine code depends on.
-fn cache_key(source: &KernelSource, arch: &str, version: (i32, i32)) -> String {
-    format!(
-        "nvrtc {}.{}\narch {arch}\noptions {}\nsource {}\n{PRELUDE}\n{}",
-        version.0,
-        version.1,
-        OPTIONS.join(" "),
-        source.name,
-        source.text
-    )
-}
-
-/// FNV-1a, 64 bits: names the cache file (the file itself holds the whole key).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 fn cache_path(key: &str) -> Result<PathBuf, KernelError> {
     let cache = host::build_cache().map_err(|e| device_error(e.to_string()))?;
     Ok(cache.join(format!("{:016x}.cubin", fnv1a(key.as_bytes()))))
 }
 
-/// The cached machine code for `key`, if a file holds exactly that key.
-fn read_cache(path: &PathBuf, key: &str) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
-    let rest = bytes.strip_prefix(MAGIC)?;
-    let (len, rest) = rest.split_first_chunk::<8>()?;
-    let len = usize::try_from(u64::from_le_bytes(*len)).ok()?;
-    if rest.len() < len || &rest[..len] != key.as_bytes() {
-        return None;
-    }
-    Some(rest[len..].to_vec())
-}
-
-fn write_cache(path: &PathBuf, key: &str, cubin: &[u8]) -> Result<(), KernelError> {
-    let unwritable =
-        |e: std::io::Error| device_error(format!("the kernel cache {} is not writable: {e}", path.display()));
-    if let Some(folder) = path.parent() {
-        std::fs::create_dir_all(folder).map_err(unwritable)?;
-    }
-    let mut bytes = Vec::with_capacity(MAGIC.len() + 8 + key.len() + cubin.len());
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&(key.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(key.as_bytes());
-    bytes.extend_from_slice(cubin);
-    // write beside, then rename: a reader never sees half a file
-    let partial = path.with_extension(format!("{}.partial", std::process::id()));
-    std::fs::write(&partial, bytes).map_err(unwritable)?;
-    std::fs::rename(&partial, path).map_err(unwritable)
-}
-
 /// Whether the cache served the last compile of a source (for tests and logs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
+    /// The build's own machine code (`NBX_SHIP_CUDA`).
+    Shipped,
     /// Read from the disk cache.
     Cached,
     /// Compiled now (and written to the cache).
     Compiled,
 }
 
-/// The machine code of `source` for `arch` (`"sm_90"`): from the disk cache when a file holds
-/// the same key, else compiled by NVRTC and cached. A compile error carries NVRTC's log.
+/// The machine code of `source` for `arch` (`"sm_90"`): the build's own where it ships `arch`,
+/// else from the disk cache when a file holds the same key, else compiled by NVRTC (saying so on
+/// stderr: it takes seconds) and cached. A compile error carries NVRTC's log.
 pub fn cubin(source: &KernelSource, arch: &str) -> Result<(Vec<u8>, Origin), KernelError> {
+    if let Some(image) = source.shipped_for(arch) {
+        let code = zstd::stream::decode_all(image)
+            .map_err(|e| device_error(format!("{}: the machine code shipped for {arch} is damaged: {e}", source.name)))?;
+        return Ok((code, Origin::Shipped));
+    }
     let version = nvrtc_version()?;
-    let key = cache_key(source, arch, version);
+    let key = cache_key(version, arch, source.name, PRELUDE, source.text);
     let path = cache_path(&key)?;
     if let Some(cubin) = read_cache(&path, &key) {
         return Ok((cubin, Origin::Cached));
     }
+    eprintln!(
+        "nbxtensor: compiling the CUDA kernels of {} for {arch} (this build ships machine code for {}); \
+         kept in {} for the next process",
+        source.name,
+        shipped_list(),
+        path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+    );
     let cubin = compile(source, arch)?;
-    write_cache(&path, &key, &cubin)?;
+    write_cache(&path, &key, &cubin)
+        .map_err(|e| device_error(format!("the kernel cache {} is not writable: {e}", path.display())))?;
     Ok((cubin, Origin::Compiled))
+}
+
+/// The architectures the build ships, as a phrase.
+fn shipped_list() -> String {
+    match super::source::SHIPPED_ARCHITECTURES {
+        [] => "no architecture: it was built without NBX_SHIP_CUDA".to_string(),
+        archs => archs.join(", "),
+    }
 }
 
 /// Compiles `source` (after the prelude) for `arch` with NVRTC, without the cache.
 pub fn compile(source: &KernelSource, arch: &str) -> Result<Vec<u8>, KernelError> {
     nvrtc_version()?;
-    let text = CString::new(format!("{PRELUDE}\n#line 1 \"{}\"\n{}", source.name, source.text))
+    let text = CString::new(program_text(PRELUDE, source.name, source.text))
         .map_err(|_| device_error(format!("{}: the source holds a nul byte", source.name)))?;
     let name = CString::new(source.name).map_err(|_| device_error("a source name holds a nul byte".into()))?;
     let mut options: Vec<CString> = OPTIONS.iter().map(|o| CString::new(*o).expect("no nul in options")).collect();
@@ -195,11 +169,33 @@ mod tests {
 
     #[test]
     fn keys_change_with_what_the_code_depends_on() {
-        let a = KernelSource { name: "a.cu", text: "__global__ void f() {}" };
-        let b = KernelSource { name: "a.cu", text: "__global__ void f() { }" };
-        assert_ne!(cache_key(&a, "sm_90", (13, 0)), cache_key(&b, "sm_90", (13, 0)));
-        assert_ne!(cache_key(&a, "sm_90", (13, 0)), cache_key(&a, "sm_80", (13, 0)));
-        assert_ne!(cache_key(&a, "sm_90", (13, 0)), cache_key(&a, "sm_90", (13, 1)));
+        let key = |version, arch, text| cache_key(version, arch, "a.cu", PRELUDE, text);
+        let (a, b) = ("__global__ void f() {}", "__global__ void f() { }");
+        assert_ne!(key((13, 0), "sm_90", a), key((13, 0), "sm_90", b));
+        assert_ne!(key((13, 0), "sm_90", a), key((13, 0), "sm_80", a));
+        assert_ne!(key((13, 0), "sm_90", a), key((13, 1), "sm_90", a));
         assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
+    }
+
+    /// A build made with `NBX_SHIP_CUDA` carries, for every source and every architecture it
+    /// names, a cubin for that architecture, and the run time serves it without NVRTC; a build
+    /// without ships none (and the run time compiles).
+    #[test]
+    fn shipped_machine_code_covers_every_source() {
+        let architectures = super::super::SHIPPED_ARCHITECTURES;
+        for source in super::super::sources() {
+            assert_eq!(source.shipped.len(), architectures.len(), "{}", source.name);
+            for &arch in architectures {
+                let (code, origin) = cubin(source, arch).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(origin, Origin::Shipped, "{} {arch}", source.name);
+                assert_eq!(&code[..4], b"\x7fELF", "{} {arch}: not an ELF cubin", source.name);
+                // the ELF header's e_flags (offset 48) carries the SM number in its second byte
+                let flags = u32::from_le_bytes(code[48..52].try_into().unwrap());
+                let sm: u32 = arch.trim_start_matches("sm_").parse().unwrap();
+                assert_eq!((flags >> 8) & 0xff, sm, "{} {arch}: e_flags {flags:#x}", source.name);
+            }
+            assert!(source.shipped_for("sm_1").is_none());
+        }
+        eprintln!("shipped architectures: {architectures:?}");
     }
 }

@@ -7,17 +7,13 @@ use super::addressing::{storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
 use super::memory::cuda_allocator;
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::memory::Device;
 use crate::ops::spec::cast::{Assign, Copy};
 
-/// The source of the copy kernels (after the indexer).
-pub static SOURCE: KernelSource = KernelSource {
-    name: "copy.cu",
-    text: concat!(include_str!("kernels/indexer.cuh"), "#line 1 \"copy.cu\"\n", include_str!("kernels/copy.cu")),
-};
+pub use super::source::COPY as SOURCE;
 
 /// The kernel-name suffix of units of `itemsize` bytes.
 fn unit(op: &str, itemsize: i64) -> Result<&'static str> {

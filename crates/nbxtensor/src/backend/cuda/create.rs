@@ -4,14 +4,13 @@
 //! bfloat16 and the eight integer dtypes.
 
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::create::Iota;
 use crate::ops::spec::NUMBERS;
 
-/// The source of the creation kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "create.cu", text: include_str!("kernels/create.cu") };
+pub use super::source::CREATE as SOURCE;
 
 fn run(spec: &Iota, launch: Launch<'_>) -> Result<()> {
     let y = &launch.outputs[0];

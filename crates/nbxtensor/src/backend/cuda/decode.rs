@@ -14,7 +14,7 @@
 //! values live on the device, where no error can be raised (the host backend refuses them).
 
 use super::dims::{aligned16, grid_extent, workspace_of};
-use super::{device_ptr, function, register, register_with_workspace, Args, KernelSource};
+use super::{device_ptr, function, register, register_with_workspace, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
@@ -23,8 +23,7 @@ use crate::ops::spec::decode::{DecodeAttention, KvCacheWrite};
 use crate::ops::spec::FLOATS;
 use crate::tensor::Tensor;
 
-/// The source of the decode kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "decode.cu", text: include_str!("kernels/decode.cu") };
+pub use super::source::DECODE as SOURCE;
 
 /// Threads of a split block (`NBX_DEC_THREADS`) and of a combine block (`NBX_COMBINE_THREADS`).
 const THREADS: u32 = 128;

@@ -20,7 +20,7 @@ use super::copy::copy_elements;
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
 use super::memory::cuda_allocator;
-use super::{device_ptr, function, register, register_with_workspace, Args, KernelSource};
+use super::{device_ptr, function, register, register_with_workspace, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta, Workspace};
@@ -29,11 +29,7 @@ use crate::ops::spec::{axis_of, sized, INDEX_DTYPES};
 use crate::shape;
 use crate::tensor::Tensor;
 
-/// The source of the gather kernels (after the indexer).
-pub static SOURCE: KernelSource = KernelSource {
-    name: "gather.cu",
-    text: concat!(include_str!("kernels/indexer.cuh"), "#line 1 \"gather.cu\"\n", include_str!("kernels/gather.cu")),
-};
+pub use super::source::GATHER as SOURCE;
 
 /// Bytes of the flag word a checked gather declares as its workspace.
 const FLAG_BYTES: u64 = 8;

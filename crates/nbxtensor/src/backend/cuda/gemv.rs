@@ -6,13 +6,12 @@
 //! a multiple of 8; any other call goes to cuBLASLt (`blas.rs`), which serves every case.
 
 use super::dims::{aligned16, grid_extent};
-use super::{device_ptr, function, Args, KernelSource};
+use super::{device_ptr, function, Args};
 use crate::dtype::DType;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::matmul::Product;
 
-/// The source of the GEMV kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "gemv.cu", text: include_str!("kernels/gemv.cu") };
+pub use super::source::GEMV as SOURCE;
 
 /// The most rows of x the GEMV serves: where it was measured faster than cuBLASLt.
 pub const MAX_ROWS: i64 = 1;

@@ -7,17 +7,13 @@
 //! once per statistic.
 
 use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::rows::Norm;
 use crate::ops::spec::FLOATS;
 
-/// The source of the normalization kernels.
-pub static SOURCE: KernelSource = KernelSource {
-    name: "norm.cu",
-    text: concat!(include_str!("kernels/rows.cuh"), "#line 1 \"norm.cu\"\n", include_str!("kernels/norm.cu")),
-};
+pub use super::source::NORM as SOURCE;
 
 /// Threads per block of the looped kernels.
 const THREADS: u32 = 256;

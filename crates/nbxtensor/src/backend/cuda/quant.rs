@@ -9,14 +9,13 @@
 //! spec declares none; the CPU's launch declares its own scratch).
 
 use super::dims::{aligned16, grid_extent, merged_layout};
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::quant::MatmulInt4;
 use crate::ops::spec::FLOATS;
 
-/// The source of the packed-weight kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "quant.cu", text: include_str!("kernels/quant.cu") };
+pub use super::source::QUANT as SOURCE;
 
 /// Rows of x up to which the product reads codes into registers (in passes of 8 rows).
 pub const GEMV_ROWS: i64 = 16;

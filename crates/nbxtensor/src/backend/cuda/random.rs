@@ -4,18 +4,14 @@
 //! draws interleave in one stream.
 
 use super::grid::{elementwise_grid, THREADS};
-use super::{function, Args, KernelSource};
+use super::{function, Args};
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Result};
 use crate::memory::Device;
 use crate::random::{Generator, RandomError};
 use crate::tensor::Tensor;
 
-/// The source of the Philox kernels.
-pub static SOURCE: KernelSource = KernelSource {
-    name: "philox.cu",
-    text: concat!(include_str!("kernels/philox.cuh"), "#line 1 \"philox.cu\"\n", include_str!("kernels/philox.cu")),
-};
+pub use super::source::PHILOX as SOURCE;
 
 fn claimed(generator: &mut Generator, n: usize, per_element: u64) -> Result<(crate::random::Words, u64)> {
     generator.claim(n, per_element).map_err(|e: RandomError| KernelError::Invalid(e.to_string()))

@@ -12,13 +12,12 @@
 //! them in order. The device declares that workspace (16 bytes a partial), 0 otherwise.
 
 use super::dims::{grid_extent, merged_layout, workspace_of};
-use super::{device_ptr, function, register_with_workspace, served, Args, KernelSource};
+use super::{device_ptr, function, register_with_workspace, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result, TensorMeta};
 use crate::ops::spec::reduce::{Reduce, ReduceOp};
 
-/// The source of the reduction kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "reduce.cu", text: include_str!("kernels/reduce.cu") };
+pub use super::source::REDUCE as SOURCE;
 
 /// Threads of a row kernel's block.
 const ROW_THREADS: u32 = 256;

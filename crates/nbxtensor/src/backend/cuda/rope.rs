@@ -6,14 +6,13 @@
 
 use super::dims::{aligned16, merged_layout};
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::rows::Rope;
 use crate::ops::spec::FLOATS;
 
-/// The source of the rope kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "rope.cu", text: include_str!("kernels/rope.cu") };
+pub use super::source::ROPE as SOURCE;
 
 fn run(spec: &Rope, launch: Launch<'_>) -> Result<()> {
     let [x, cos, sin] = launch.inputs else {

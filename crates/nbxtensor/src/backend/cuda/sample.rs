@@ -4,7 +4,7 @@
 //! point come from the spec as kernel parameters. The position is read on the device; a row
 //! without a finite logit gets −1 (no error can be raised there).
 
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
@@ -12,11 +12,7 @@ use crate::ops::spec::sample::{Sample, EXP, WEIGHT_BITS};
 use crate::ops::spec::FLOATS;
 use crate::tensor::Tensor;
 
-/// The source of the sampling kernel (after the Philox block function).
-pub static SOURCE: KernelSource = KernelSource {
-    name: "sample.cu",
-    text: concat!(include_str!("kernels/philox.cuh"), "#line 1 \"sample.cu\"\n", include_str!("kernels/sample.cu")),
-};
+pub use super::source::SAMPLE as SOURCE;
 
 /// Threads of a row's block (`NBX_SAMPLE_THREADS`).
 const THREADS: u32 = 1024;

@@ -7,14 +7,13 @@
 
 use super::dims::merged_layout;
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::scan::{lines_of, Scan, ScanOp};
 use crate::ops::spec::NUMBERS;
 
-/// The source of the scan kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "scan.cu", text: include_str!("kernels/scan.cu") };
+pub use super::source::SCAN as SOURCE;
 
 fn run(spec: &Scan, launch: Launch<'_>) -> Result<()> {
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);

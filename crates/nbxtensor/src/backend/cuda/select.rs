@@ -9,7 +9,7 @@
 use super::addressing::{storage_ptr, width};
 use super::grid::{elementwise_grid, THREADS};
 use super::indexer::{narrow, Indexer, Operand};
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::policy::FillValue;
 use crate::dtype::DType;
@@ -18,11 +18,7 @@ use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::select::{MaskedFill, Where};
 use half::{bf16, f16};
 
-/// The source of the selection kernels (after the indexer).
-pub static SOURCE: KernelSource = KernelSource {
-    name: "select.cu",
-    text: concat!(include_str!("kernels/indexer.cuh"), "#line 1 \"select.cu\"\n", include_str!("kernels/select.cu")),
-};
+pub use super::source::SELECT as SOURCE;
 
 /// The kernel-name suffix of elements of `dtype` (`b<width>`); refused past 8 bytes.
 fn bits_suffix(op: &str, dtype: DType) -> Result<&'static str> {

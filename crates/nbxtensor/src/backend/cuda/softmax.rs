@@ -5,17 +5,13 @@
 //! passes: an online (max, sum), then the writes.
 
 use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
-use super::{device_ptr, function, register, Args, KernelSource};
+use super::{device_ptr, function, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::rows::Softmax;
 use crate::ops::spec::{axis_of, FLOATS};
 
-/// The source of the softmax kernels.
-pub static SOURCE: KernelSource = KernelSource {
-    name: "softmax.cu",
-    text: concat!(include_str!("kernels/rows.cuh"), "#line 1 \"softmax.cu\"\n", include_str!("kernels/softmax.cu")),
-};
+pub use super::source::SOFTMAX as SOURCE;
 
 /// Threads per block of the two-pass kernels.
 const THREADS: u32 = 256;

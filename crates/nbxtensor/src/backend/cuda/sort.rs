@@ -7,15 +7,14 @@
 
 use super::dims::{grid_extent, merged_layout};
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, register, served, Args, KernelSource};
+use super::{device_ptr, function, register, served, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::scan::lines_of;
 use crate::ops::spec::sort::{SearchSorted, Sort};
 use crate::ops::spec::NUMBERS;
 
-/// The source of the sort kernels.
-pub static SOURCE: KernelSource = KernelSource { name: "sort.cu", text: include_str!("kernels/sort.cu") };
+pub use super::source::SORT as SOURCE;
 
 /// The longest line a GPU sort takes: its keys (up to 8 bytes) and positions (4 bytes) fill
 /// the 48 KiB of shared memory a block has without opting in to more.

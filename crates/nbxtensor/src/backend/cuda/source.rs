@@ -4,14 +4,34 @@
 /// The text compiled before every source (`kernels/prelude.cuh`).
 pub const PRELUDE: &str = include_str!("kernels/prelude.cuh");
 
-/// One CUDA C source of the crate.
+/// One CUDA C source of the crate (composed by `build.rs` from `build/cuda_sources.rs`).
 #[derive(Debug)]
 pub struct KernelSource {
     /// Its file name (names it in compile errors and the cache key).
     pub name: &'static str,
     /// Its text.
     pub text: &'static str,
+    /// Its machine code for each architecture the build ships (`NBX_SHIP_CUDA`).
+    pub shipped: &'static [Shipped],
 }
+
+/// A source's machine code for one architecture, compiled into the build.
+#[derive(Debug)]
+pub struct Shipped {
+    /// The architecture (`sm_90`).
+    pub arch: &'static str,
+    /// The cubin, zstd-compressed.
+    pub image: &'static [u8],
+}
+
+impl KernelSource {
+    /// The compressed machine code the build ships for `arch`, if it ships any.
+    pub fn shipped_for(&self, arch: &str) -> Option<&'static [u8]> {
+        self.shipped.iter().find(|s| s.arch == arch).map(|s| s.image)
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/cuda_sources.rs"));
 
 /// The most dims a strided layout passed to a kernel may have (`NBX_MAX_DIMS` of the prelude).
 pub const MAX_DIMS: usize = 8;

@@ -3,7 +3,7 @@
 //! the op's name and the dtype's launch key (`unary_exp_fp16`).
 
 use super::grid::{elementwise_grid, THREADS};
-use super::{device_ptr, function, register, Args, KernelSource, Layout};
+use super::{device_ptr, function, register, Args, Layout};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::facts::Kind;
@@ -11,27 +11,8 @@ use crate::kernel::{Launch, Result};
 use crate::ops::spec::unary::{Bound, Unary, UnaryOp};
 use crate::ops::spec::FLOATS;
 
-macro_rules! group {
-    ($define:literal, $name:literal) => {
-        KernelSource {
-            name: $name,
-            text: concat!(
-                "#define ",
-                $define,
-                "\n",
-                include_str!("kernels/indexer.cuh"),
-                include_str!("kernels/integers.cuh"),
-                "#line 1 \"unary.cu\"\n",
-                include_str!("kernels/unary.cu")
-            ),
-        }
-    };
-}
-
-/// The unary kernels on the floats.
-pub static SOURCE: KernelSource = group!("NBX_UNARY_FLOATS", "unary.cu");
-/// The unary kernels on the integers and bool.
-pub static INTEGER_SOURCE: KernelSource = group!("NBX_UNARY_INTEGERS", "unary_integers.cu");
+pub use super::source::UNARY as SOURCE;
+pub use super::source::UNARY_INTEGERS as INTEGER_SOURCE;
 
 /// `clip`'s bounds as the kernels' `Bounds` struct.
 #[repr(C)]
