@@ -9,11 +9,11 @@ pub const USAGE: &str = "\
 usage:
   nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N] [--threads N]
   nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
-  nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--device cpu|cuda]
-            [--device-file VENDOR/NAME]
+  nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--quantize int4]
+            [--device cpu|cuda] [--device-file VENDOR/NAME]
   nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda]
-               [--dtype float32|bfloat16|float16] [--temperature T] [--top-k K] [--top-p P] [--seed S]
-               [--output FILE.json] [--threads N]
+               [--dtype float32|bfloat16|float16] [--quantize int4] [--temperature T] [--top-k K] [--top-p P]
+               [--seed S] [--output FILE.json] [--threads N]
 
   embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
          in the same order; progress and timings on stderr. Texts of similar length are batched
@@ -29,7 +29,9 @@ usage:
          prefill program per prompt-length bucket, then one captured decode program (a CUDA
          graph on a GPU) replayed for every token over a KV cache written in place; stops at
          --max-new-tokens (default 128) or at the config's eos_token_id. Runs in the
-         checkpoint's dtype unless --dtype says otherwise. Greedy unless --temperature (0:
+         checkpoint's dtype unless --dtype says otherwise; --quantize int4 quantizes the layers'
+         projections at load to int4-g128-asym (matmul_int4; the token table, head and norms stay
+         in the float dtype). Greedy unless --temperature (0:
          greedy), --top-k (0: all), --top-p (1: all) or --seed is given; then each token is drawn
          on the device from the Philox stream of the seed (the clock's when none, printed) at its
          position: a seed repeats a run. Text goes to stdout as it comes (token ids when the
@@ -66,6 +68,8 @@ pub struct Options {
     pub prompt_tokens: Option<usize>,
     /// `--dtype` (a decoder's; `None`: the checkpoint's).
     pub dtype: Option<nbxtensor::DType>,
+    /// `--quantize int4` (a decoder's projections quantized at load).
+    pub int4: bool,
 }
 
 /// A parsed command.
@@ -84,7 +88,7 @@ pub enum Command {
 /// Options each command takes.
 const EMBED_OPTIONS: [&str; 7] =
     ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--threads"];
-const PRICE_OPTIONS: [&str; 10] = [
+const PRICE_OPTIONS: [&str; 11] = [
     "--model",
     "--batch",
     "--seq",
@@ -95,6 +99,7 @@ const PRICE_OPTIONS: [&str; 10] = [
     "--context",
     "--prompt-tokens",
     "--dtype",
+    "--quantize",
 ];
 
 fn number(option: &str, value: &str) -> Result<usize, String> {
@@ -129,6 +134,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         context: None,
         prompt_tokens: None,
         dtype: None,
+        int4: false,
     };
     let mut model = None;
     let mut rest = args[1..].iter();
@@ -149,6 +155,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--context" => o.context = Some(number(option, value)?),
             "--prompt-tokens" => o.prompt_tokens = Some(number(option, value)?),
             "--dtype" => o.dtype = Some(crate::generate::decoder_dtype(value)?),
+            "--quantize" => o.int4 = crate::generate::quantized(value)?,
             "--device" => {
                 o.device = match value.as_str() {
                     "cpu" | "cuda" => Device::parse(value).map_err(|e| e.to_string())?,

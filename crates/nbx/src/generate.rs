@@ -34,6 +34,8 @@ pub struct GenerateOptions {
     pub device: Device,
     /// `--dtype`; `None`: the checkpoint's.
     pub dtype: Option<DType>,
+    /// `--quantize int4`: the layers' projections quantized at load.
+    pub int4: bool,
     /// `--temperature T` (0: greedy).
     pub temperature: Option<f64>,
     /// `--top-k K` (0: every token).
@@ -74,6 +76,14 @@ pub fn decoder_dtype(value: &str) -> Result<DType, String> {
     }
 }
 
+/// The `--quantize` of a decoder: `int4` (int4-g128-asym, the only one).
+pub fn quantized(value: &str) -> Result<bool, String> {
+    match value {
+        "int4" => Ok(true),
+        other => Err(format!("unknown --quantize {other:?} (int4)")),
+    }
+}
+
 fn positive(option: &str, value: &str) -> Result<usize, String> {
     value
         .parse::<usize>()
@@ -97,6 +107,7 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
         threads: None,
         device: Device::CPU,
         dtype: None,
+        int4: false,
         temperature: None,
         top_k: None,
         top_p: None,
@@ -118,6 +129,7 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
                 other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
             },
             "--dtype" => o.dtype = Some(decoder_dtype(value)?),
+            "--quantize" => o.int4 = quantized(value)?,
             "--temperature" => {
                 let t: f64 = number(option, value, "a number")?;
                 if !(t.is_finite() && t >= 0.0) {
@@ -168,7 +180,7 @@ pub fn run(o: &GenerateOptions) -> Result<(), String> {
     // the output path checked (and its temporary file made) before any work
     let input = o.prompt_ids.as_deref().unwrap_or(&o.model);
     let output = o.output.as_deref().map(|path| Output::prepare(path, input)).transpose()?;
-    let placement = Placement { device: o.device, dtype: o.dtype };
+    let placement = Placement { device: o.device, dtype: o.dtype, int4: o.int4 };
     let limit = LlamaConfig::read(&o.model.join("config.json")).map_err(|e| e.to_string())?.max_position_embeddings;
     let tokenizer_path = o.model.join("tokenizer.json");
     // cut one past the model's positions: a prompt that long is refused below, never cut

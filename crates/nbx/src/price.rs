@@ -34,6 +34,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 (o.context.is_some(), "--context"),
                 (o.prompt_tokens.is_some(), "--prompt-tokens"),
                 (o.dtype.is_some(), "--dtype"),
+                (o.int4, "--quantize"),
             ] {
                 if given {
                     return Err(format!(
@@ -120,17 +121,18 @@ fn run_decoder(o: &Options, family: Family) -> Result<(), String> {
     }
     let context = o.context.ok_or("a decoder is priced for a context: give --context N")?;
     let prompt_tokens = o.prompt_tokens.unwrap_or(context);
-    let placement = Placement { device: o.device, dtype: o.dtype };
+    let placement = Placement { device: o.device, dtype: o.dtype, int4: o.int4 };
     let (llama, allocated) = Llama::open_priced(&o.model, placement).map_err(|e| e.to_string())?;
     let price = llama.price(allocated, context, prompt_tokens, None).map_err(|e| e.to_string())?;
     let c = &llama.config;
     println!(
-        "model       {} ({family:?}, {} layers, hidden {}) on {} in {}",
+        "model       {} ({family:?}, {} layers, hidden {}) on {} in {}{}",
         o.model.display(),
         c.num_hidden_layers,
         c.hidden_size,
         price.device,
-        price.dtype
+        price.dtype,
+        if o.int4 { ", its layers' projections in int4-g128-asym" } else { "" }
     );
     println!(
         "generation  {} positions; a prompt of {prompt_tokens} tokens (prefill bucket {}), then decode steps, greedy",

@@ -119,7 +119,7 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         let (prompt, greedy, want) = reference(name);
         let n = greedy.len();
         // float32: HF's greedy tokens, logits within 1e-3
-        let mut g = generator(name, Placement { device: gpu, dtype: Some(DType::Float32) }, prompt.len() + n, None);
+        let mut g = generator(name, Placement { device: gpu, dtype: Some(DType::Float32), int4: false }, prompt.len() + n, None);
         let out = g.generate(&prompt, n, false, |_| {}).unwrap();
         let err = relative(&out.prefill_last_logits, &want);
         println!("{name} float32 on cuda: {n} greedy tokens, logits within {err:.2e} of HF");
@@ -127,7 +127,7 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         assert!(err <= 1e-3, "{name}: float32 on cuda {err}");
         // the half dtypes within their tolerance, and their first greedy tokens as the CPU's float32 ones
         for (dtype, tolerance) in [(DType::Bfloat16, 0.03), (DType::Float16, 0.005)] {
-            let mut g = generator(name, Placement { device: gpu, dtype: Some(dtype) }, prompt.len() + n, None);
+            let mut g = generator(name, Placement { device: gpu, dtype: Some(dtype), int4: false }, prompt.len() + n, None);
             let out = g.generate(&prompt, n, false, |_| {}).unwrap();
             let err = relative(&out.prefill_last_logits, &want);
             let same = out.generated_ids.iter().zip(&greedy).take_while(|(a, b)| a == b).count();
@@ -139,13 +139,13 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         }
         // a seeded draw in float32: the CPU's sequence (their logits agree to ~1e-6)
         let draw = |device| {
-            let placement = Placement { device, dtype: Some(DType::Float32) };
+            let placement = Placement { device, dtype: Some(DType::Float32), int4: false };
             let mut g = generator(name, placement, prompt.len() + n, Some(sampling(3)));
             g.generate(&prompt, n, false, |_| {}).unwrap().generated_ids
         };
         assert_eq!(draw(gpu), draw(Device::CPU), "{name}: a seed draws the same tokens on cuda and the cpu");
         // the decode replay is a CUDA graph and equals an eager run bit for bit
-        let placement = Placement { device: gpu, dtype: Some(DType::Bfloat16) };
+        let placement = Placement { device: gpu, dtype: Some(DType::Bfloat16), int4: false };
         let (mut replayed, mut eager) =
             (generator(name, placement, prompt.len() + 8, None), generator(name, placement, prompt.len() + 8, None));
         eager.set_replay(false);

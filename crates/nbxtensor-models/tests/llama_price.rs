@@ -29,9 +29,11 @@ fn a_host_generation_holds_its_price() {
         ("llama3-tiny", Some(DType::Bfloat16), 20, 8, None),
         ("llama2-tiny", Some(DType::Float16), 9, 30, Some(sampled)),
         ("qwen2-tiny", None, 40, 6, Some(sampled)),
+        // one new token: the prefill gives it, no decode step is taken nor captured
+        ("llama3-tiny", None, 7, 1, None),
     ];
     for (name, dtype, prompt_length, new_tokens, sampling) in cases {
-        let placement = Placement { device: Device::CPU, dtype };
+        let placement = Placement { device: Device::CPU, dtype, int4: false };
         let prompt: Vec<i64> = (0..prompt_length as i64).map(|i| (i * 37 + 11) % 200).collect();
         let capacity = prompt_length + new_tokens;
         let before = host.in_use();
@@ -69,14 +71,19 @@ fn a_host_generation_holds_its_price() {
             }
         }
         let planned: Vec<u64> = g.captures().iter().map(|c| c.planned_bytes).collect();
-        assert_eq!(planned, [price.prefill.arena_bytes(), price.decode.arena_bytes()], "{name}");
+        let mut priced = vec![price.prefill.arena_bytes()];
+        if new_tokens > 1 {
+            priced.push(price.decode.arena_bytes());
+        }
+        assert_eq!(price.decodes(), new_tokens > 1, "{name}");
+        assert_eq!(planned, priced, "{name}");
         drop(g);
         assert_eq!(host.in_use(), before, "{name}: all of it returned");
     }
 }
 
 fn a_cuda_generation_is_priced_without_a_gpu() {
-    let placement = Placement { device: Device::parse("cuda").unwrap(), dtype: Some(DType::Bfloat16) };
+    let placement = Placement { device: Device::parse("cuda").unwrap(), dtype: Some(DType::Bfloat16), int4: false };
     let (priced, allocated) = Llama::open_priced(&data("llama2-tiny"), placement).unwrap();
     let price = priced.price(allocated, 64, 20, None).unwrap();
     assert_eq!(price.prefill_bucket, 32);

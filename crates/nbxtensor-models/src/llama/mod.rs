@@ -14,4 +14,4 @@ pub use config::{Family, Llama3Scaling, LlamaConfig};
 pub use generate::{bucket, Capture, Generation, Generator, GeneratorMemory, Step, MIN_BUCKET};
 pub use model::{DecodeState, Llama, Sampling};
 pub use price::{GenerationPrice, PricedProgram};
-pub use weights::{Allocation, LayerWeights, LlamaWeights, Placement, Projection};
+pub use weights::{Allocation, LayerWeights, LlamaWeights, Placement, Projection, Weight};

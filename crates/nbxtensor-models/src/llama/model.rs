@@ -111,7 +111,7 @@ fn contiguous(t: &Tensor) -> Result<Tensor, KernelError> {
 }
 
 fn project(x: &Tensor, p: &Projection) -> Result<Tensor, KernelError> {
-    x.linear(&p.weight, p.bias.as_ref())
+    p.apply(x)
 }
 
 impl Llama {
@@ -262,7 +262,7 @@ impl Llama {
             x = sum;
             let fed = match &layer.gate_up {
                 Some(joined) => {
-                    let both = h.linear(joined, None)?;
+                    let both = joined.apply(&h)?;
                     let i = c.intermediate_size as i64;
                     both.narrow(-1, 0, i)?.silu()?.mul(&both.narrow(-1, i, i)?)?
                 }

@@ -51,6 +51,8 @@ pub struct GenerationPrice {
     pub dtype: DType,
     /// The positions the caches hold.
     pub capacity: usize,
+    /// The prompt's tokens.
+    pub prompt_tokens: usize,
     /// The prefill bucket the prompt is padded to.
     pub prefill_bucket: usize,
     /// The weights' elements (the tied head counted once).
@@ -66,7 +68,7 @@ pub struct GenerationPrice {
     pub state_allocated_bytes: u64,
     /// The prefill program of the prompt's bucket.
     pub prefill: PricedProgram,
-    /// The decode program.
+    /// The decode program (captured only where the generation takes a decode step).
     pub decode: PricedProgram,
 }
 
@@ -74,7 +76,14 @@ impl GenerationPrice {
     /// What the generation holds from the device's allocator once both programs are captured:
     /// the copied weights, the state and the two arenas.
     pub fn held_bytes(&self) -> u64 {
-        self.weights.allocated + self.state_allocated_bytes + self.prefill.arena_bytes() + self.decode.arena_bytes()
+        let decode = if self.decodes() { self.decode.arena_bytes() } else { 0 };
+        self.weights.allocated + self.state_allocated_bytes + self.prefill.arena_bytes() + decode
+    }
+
+    /// Whether the generation takes a decode step: the prefill gives the first new token, and
+    /// each step needs a position after the prompt's for the token before it.
+    pub fn decodes(&self) -> bool {
+        self.capacity > self.prompt_tokens + 1
     }
 
     /// Refuses the generation by name when what it holds is over the memory limit in force on
@@ -136,6 +145,7 @@ impl Llama {
             device,
             dtype: self.weights.dtype,
             capacity,
+            prompt_tokens,
             prefill_bucket: s as usize,
             parameters: self.weights.parameters(),
             weight_bytes: self.weights.bytes()?,

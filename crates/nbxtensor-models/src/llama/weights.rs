@@ -3,26 +3,119 @@
 //! aligned and already in the dtype asked), each tensor checked by name and shape against the
 //! config, then cast to the dtype asked and sent once to the device asked (on a GPU the cast
 //! runs there, after the copy). A tensor the decoder does not use is refused by name (except
-//! the rotary tables some checkpoints store).
+//! the rotary tables some checkpoints store). With [`Placement::int4`] the layers' projections
+//! are quantized at load to int4-g128-asym (`Tensor::pack_int4`, on the host from the
+//! checkpoint's own values, then sent); the token table, the head and the norms stay in the float
+//! dtype.
 
 use super::LlamaConfig;
 use crate::error::{ModelError, Result};
 use crate::named::Named;
 use nbxtensor::backend;
 use nbxtensor::io::safetensors::{load, open};
+use nbxtensor::kernel::KernelError;
 use nbxtensor::memory::Device;
+use nbxtensor::ops::spec::quant::Int4Layout;
 use nbxtensor::tensor::Tensor;
 use nbxtensor::DType;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
+/// A projection's matrix `[out, in]`: in the weights' float dtype, or quantized at load.
+#[derive(Clone)]
+pub enum Weight {
+    /// The matrix in the weights' float dtype.
+    Dense(Tensor),
+    /// The matrix in the int4-g128-asym layout (`Tensor::pack_int4`): codes `[out, in / 2]`
+    /// uint8, scales and minima `[out, in / 128]` float16.
+    Int4 {
+        /// Two 4-bit codes a byte.
+        packed: Tensor,
+        /// A scale per group of 128 inputs.
+        scales: Tensor,
+        /// A minimum per group of 128 inputs.
+        minima: Tensor,
+        /// The inputs of a row (`in`).
+        inputs: i64,
+    },
+}
+
+impl Weight {
+    /// `x · Wᵀ`: `linear`, or `matmul_int4` over the packed matrix.
+    pub fn apply(&self, x: &Tensor) -> Result<Tensor, KernelError> {
+        match self {
+            Weight::Dense(w) => x.linear(w, None),
+            Weight::Int4 { packed, scales, minima, .. } => x.matmul_int4(packed, scales, minima),
+        }
+    }
+
+    /// Its tensors (one, or the codes, scales and minima).
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        match self {
+            Weight::Dense(w) => vec![w],
+            Weight::Int4 { packed, scales, minima, .. } => vec![packed, scales, minima],
+        }
+    }
+
+    /// Its elements, `out × in`.
+    pub fn elements(&self) -> u64 {
+        match self {
+            Weight::Dense(w) => w.numel() as u64,
+            Weight::Int4 { packed, inputs, .. } => packed.shape()[0] as u64 * *inputs as u64,
+        }
+    }
+
+    /// Its output rows.
+    pub fn rows(&self) -> i64 {
+        self.tensors()[0].shape()[0]
+    }
+
+    /// Rows `at .. at + rows` (views).
+    fn narrow(&self, at: i64, rows: i64) -> nbxtensor::Result<Weight> {
+        Ok(match self {
+            Weight::Dense(w) => Weight::Dense(w.narrow(0, at, rows)?),
+            Weight::Int4 { packed, scales, minima, inputs } => Weight::Int4 {
+                packed: packed.narrow(0, at, rows)?,
+                scales: scales.narrow(0, at, rows)?,
+                minima: minima.narrow(0, at, rows)?,
+                inputs: *inputs,
+            },
+        })
+    }
+
+    /// The matrices of `parts` one under the other (all dense or all packed).
+    fn concat(parts: &[&Weight]) -> Result<Weight> {
+        let column = |n: usize| -> Result<Tensor> {
+            let tensors: Vec<&Tensor> = parts.iter().map(|p| p.tensors()[n]).collect();
+            Ok(Tensor::concat(&tensors, 0)?)
+        };
+        Ok(match parts.first() {
+            Some(Weight::Int4 { inputs, .. }) => {
+                Weight::Int4 { packed: column(0)?, scales: column(1)?, minima: column(2)?, inputs: *inputs }
+            }
+            _ => Weight::Dense(column(0)?),
+        })
+    }
+}
+
 /// A projection `x · weightᵀ (+ bias)`.
 #[derive(Clone)]
 pub struct Projection {
     /// `[out, in]`.
-    pub weight: Tensor,
+    pub weight: Weight,
     /// `[out]`, when the checkpoint has one.
     pub bias: Option<Tensor>,
+}
+
+impl Projection {
+    /// `x · weightᵀ + bias`.
+    pub fn apply(&self, x: &Tensor) -> Result<Tensor, KernelError> {
+        match (&self.weight, &self.bias) {
+            (Weight::Dense(w), bias) => x.linear(w, bias.as_ref()),
+            (packed, None) => packed.apply(x),
+            (packed, Some(bias)) => packed.apply(x)?.add(bias),
+        }
+    }
 }
 
 /// One decoder layer.
@@ -52,7 +145,7 @@ pub struct LayerWeights {
     pub qkv: Option<Projection>,
     /// gate and up joined, `[2 · intermediate, hidden]`, on the same terms; `gate` and `up` are
     /// then views of it.
-    pub gate_up: Option<Tensor>,
+    pub gate_up: Option<Weight>,
 }
 
 /// Where a model's weights and caches live and in which float dtype.
@@ -63,11 +156,14 @@ pub struct Placement {
     /// The dtype of the weights, caches and activations; `None`: the checkpoint's own (the
     /// dtype of its token table).
     pub dtype: Option<DType>,
+    /// Whether the layers' projections are quantized at load to int4-g128-asym (`nbx generate
+    /// --quantize int4`); each one's inputs must be a whole number of 128-wide groups.
+    pub int4: bool,
 }
 
 impl Placement {
     /// The CPU, in the checkpoint's dtype.
-    pub const CHECKPOINT_ON_CPU: Placement = Placement { device: Device::CPU, dtype: None };
+    pub const CHECKPOINT_ON_CPU: Placement = Placement { device: Device::CPU, dtype: None, int4: false };
 }
 
 /// Every weight of a Llama-family decoder, in one float dtype on one device.
@@ -83,7 +179,7 @@ pub struct LlamaWeights {
     pub lm_head: Tensor,
     /// Whether the output head is the token table.
     pub tied: bool,
-    /// The dtype of every weight.
+    /// The dtype of every float weight.
     pub dtype: DType,
 }
 
@@ -108,8 +204,10 @@ struct Taker {
     /// tensors taken so far: those the device's allocator would hold, and those mapped.
     priced: Option<(HashSet<String>, Allocation)>,
     /// Whether projections of one input are joined into one matrix ([`Taker::joined`]): where
-    /// every weight is a copy (on a GPU, or cast), so joining costs no mapped view.
+    /// every weight is a copy (on a GPU, cast, or quantized), so joining costs no mapped view.
     join: bool,
+    /// The layout projections are quantized into at load, when they are.
+    int4: Option<Int4Layout>,
 }
 
 impl Taker {
@@ -137,8 +235,69 @@ impl Taker {
         })
     }
 
+    /// The bytes the device's allocator holds for `tensor` (to its pool's granularity).
+    fn pooled(&self, tensor: &Tensor) -> Result<u64> {
+        Ok(backend::of(self.device).pooled_bytes(tensor.byte_len()? as u64))
+    }
+
+    /// A symbolic matrix of `rows` × `input` as this load holds it (dense, or packed).
+    fn symbolic_weight(&self, rows: usize, input: usize) -> Result<Weight> {
+        let (rows, input) = (rows as i64, input as i64);
+        Ok(match &self.int4 {
+            None => Weight::Dense(Tensor::symbolic(self.device, self.dtype, &[rows, input])?),
+            Some(layout) => {
+                let groups = input / layout.group as i64;
+                Weight::Int4 {
+                    packed: Tensor::symbolic(self.device, DType::Uint8, &[rows, input / layout.per_byte as i64])?,
+                    scales: Tensor::symbolic(self.device, DType::Float16, &[rows, groups])?,
+                    minima: Tensor::symbolic(self.device, DType::Float16, &[rows, groups])?,
+                    inputs: input,
+                }
+            }
+        })
+    }
+
+    /// The matrix `name` of `shape`, quantized to int4 on the host from the checkpoint's values
+    /// and sent to the device (when pricing, symbolic, its bytes counted).
+    fn quantized(&mut self, layout: Int4Layout, name: &str, shape: [usize; 2]) -> Result<Weight> {
+        let tensor = self.named.take(name, &shape)?;
+        if !DECODER_DTYPES.contains(&tensor.dtype()) {
+            let source = &self.named.source;
+            return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
+        }
+        if shape[1] % layout.group != 0 {
+            return Err(ModelError::Input(format!(
+                "{}: {name} has {} inputs a row, not a whole number of int4 groups of {}: this model cannot be quantized to int4",
+                self.named.source, shape[1], layout.group
+            )));
+        }
+        if self.priced.is_some() {
+            let weight = self.symbolic_weight(shape[0], shape[1])?;
+            let held = weight.tensors().iter().map(|t| self.pooled(t)).sum::<Result<u64>>()?;
+            if let Some((_, bytes)) = &mut self.priced {
+                bytes.allocated += held;
+            }
+            return Ok(weight);
+        }
+        let (packed, scales, minima) = tensor.pack_int4()?;
+        let inputs = shape[1] as i64;
+        Ok(match self.device == Device::CPU {
+            true => Weight::Int4 { packed, scales, minima, inputs },
+            false => Weight::Int4 {
+                packed: packed.to(self.device)?,
+                scales: scales.to(self.device)?,
+                minima: minima.to(self.device)?,
+                inputs,
+            },
+        })
+    }
+
     fn projection(&mut self, name: &str, out: usize, input: usize, bias: bool) -> Result<Projection> {
-        let weight = self.float(&format!("{name}.weight"), &[out, input])?;
+        let weight_name = format!("{name}.weight");
+        let weight = match self.int4 {
+            Some(layout) => self.quantized(layout, &weight_name, [out, input])?,
+            None => Weight::Dense(self.float(&weight_name, &[out, input])?),
+        };
         let bias = if bias { Some(self.float(&format!("{name}.bias"), &[out])?) } else { None };
         Ok(Projection { weight, bias })
     }
@@ -159,22 +318,25 @@ impl Taker {
             return Ok((taken, None));
         }
         let rows: usize = parts.iter().map(|(_, out)| out).sum();
-        let joined = match (&mut self.priced, before) {
-            (Some((_, bytes)), Some(before)) => {
+        let joined = match before {
+            Some(before) => {
                 // priced: the parts are never held, only the joined matrix (and bias)
-                let weight = Tensor::symbolic(self.device, self.dtype, &[rows as i64, input as i64])?;
+                let weight = self.symbolic_weight(rows, input)?;
                 let bias = bias.then(|| Tensor::symbolic(self.device, self.dtype, &[rows as i64])).transpose()?;
-                let pooled =
-                    |t: &Tensor| -> Result<u64> { Ok(backend::of(self.device).pooled_bytes(t.byte_len()? as u64)) };
-                bytes.allocated =
-                    before.allocated + pooled(&weight)? + bias.as_ref().map(pooled).transpose()?.unwrap_or(0);
+                let mut held = before.allocated;
+                for t in weight.tensors().into_iter().chain(bias.as_ref()) {
+                    held += self.pooled(t)?;
+                }
+                if let Some((_, bytes)) = &mut self.priced {
+                    bytes.allocated = held;
+                }
                 Projection { weight, bias }
             }
-            _ => {
-                let weights: Vec<&Tensor> = taken.iter().map(|p| &p.weight).collect();
+            None => {
+                let weights: Vec<&Weight> = taken.iter().map(|p| &p.weight).collect();
                 let biases: Option<Vec<&Tensor>> = taken.iter().map(|p| p.bias.as_ref()).collect();
                 let bias = biases.filter(|_| bias).map(|b| Tensor::concat(&b, 0)).transpose()?;
-                Projection { weight: Tensor::concat(&weights, 0)?, bias }
+                Projection { weight: Weight::concat(&weights)?, bias }
             }
         };
         let mut start = 0;
@@ -182,7 +344,7 @@ impl Taker {
         for (_, out) in parts {
             let (at, rows) = (start as i64, *out as i64);
             let bias = joined.bias.as_ref().map(|b| b.narrow(0, at, rows)).transpose()?;
-            views.push(Projection { weight: joined.weight.narrow(0, at, rows)?, bias });
+            views.push(Projection { weight: joined.weight.narrow(at, rows)?, bias });
             start += out;
         }
         Ok((views, Some(joined)))
@@ -295,8 +457,9 @@ impl LlamaWeights {
             (None, None) => return Err(ModelError::Files(format!("{}: no model.embed_tokens.weight", named.source))),
         };
         let priced = price.then(|| (mapped, Allocation::default()));
-        let join = placement.device != Device::CPU || table != Some(dtype);
-        let mut named = Taker { named, dtype, device: placement.device, priced, join };
+        let int4 = placement.int4.then(|| Int4Layout::of_table("a model quantized to int4")).transpose()?;
+        let join = placement.device != Device::CPU || table != Some(dtype) || int4.is_some();
+        let mut named = Taker { named, dtype, device: placement.device, priced, join, int4 };
         let c = config;
         let (h, i, v, d) = (c.hidden_size, c.intermediate_size, c.vocab_size, c.head_dim);
         let (q_width, kv_width) = (c.num_attention_heads * d, c.num_key_value_heads * d);
@@ -343,29 +506,47 @@ impl LlamaWeights {
         Ok((LlamaWeights { embed, layers, norm, lm_head, tied, dtype }, allocated))
     }
 
-    /// Every distinct weight tensor (the tied head counted once).
-    pub fn tensors(&self) -> Vec<&Tensor> {
-        let mut all = vec![&self.embed, &self.norm];
+    /// The float tensors and the projections, each once (the tied head counted once; the
+    /// parts of a joined matrix as its views).
+    fn parts(&self) -> (Vec<&Tensor>, Vec<&Projection>) {
+        let mut floats = vec![&self.embed, &self.norm];
         if !self.tied {
-            all.push(&self.lm_head);
+            floats.push(&self.lm_head);
         }
+        let mut projections = Vec::new();
         for l in &self.layers {
-            all.extend([&l.input_norm, &l.post_attention_norm]);
-            for p in [&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down] {
-                all.push(&p.weight);
-                all.extend(p.bias.as_ref());
-            }
+            floats.extend([&l.input_norm, &l.post_attention_norm]);
+            projections.extend([&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down]);
+        }
+        (floats, projections)
+    }
+
+    /// Every distinct weight tensor (the tied head counted once; a quantized projection's
+    /// codes, scales and minima).
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        let (mut all, projections) = self.parts();
+        for p in projections {
+            all.extend(p.weight.tensors());
+            all.extend(p.bias.as_ref());
         }
         all
     }
 
-    /// Weights in all (elements).
+    /// Weights in all (elements; a quantized matrix counts its `out × in`).
     pub fn parameters(&self) -> u64 {
-        self.tensors().iter().map(|t| t.numel() as u64).sum()
+        let (floats, projections) = self.parts();
+        let floats: u64 = floats.iter().map(|t| t.numel() as u64).sum();
+        let bias = |p: &Projection| p.bias.as_ref().map_or(0, |b| b.numel() as u64);
+        floats + projections.iter().map(|p| p.weight.elements() + bias(p)).sum::<u64>()
     }
 
-    /// Bytes of the weights in all (the tied head counted once).
+    /// Bytes of the weights in all, as held (the tied head counted once; quantized matrices
+    /// as their codes, scales and minima).
     pub fn bytes(&self) -> Result<u64> {
-        Ok(self.parameters() * self.dtype.itemsize().map_err(nbxtensor::Error::from)? as u64)
+        let mut total = 0;
+        for t in self.tensors() {
+            total += t.byte_len()? as u64;
+        }
+        Ok(total)
     }
 }
