@@ -152,51 +152,66 @@ impl Weights<'_> {
     }
 }
 
+/// The scale and minimum of one group, refused by name where a value is not finite or the
+/// range does not fit float16 (`index`: the group's place in the weight).
+fn group_range<T: Float>(layout: &Int4Layout, groups: usize, index: usize, values: &[T]) -> Result<(f16, f16)> {
+    let (low, high) =
+        values.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), v| (l.min(v.to_f32()), h.max(v.to_f32())));
+    let scale = f16::from_f32((high - low) / layout.levels() as f32);
+    // f32::min and max skip NaN: a NaN weight is looked for by itself
+    let nan = values.iter().any(|v| v.to_f32().is_nan());
+    if nan || !low.is_finite() || !high.is_finite() || !scale.is_finite() || !f16::from_f32(low).is_finite() {
+        return Err(invalid(format!(
+            "pack_int4: group {} of row {} (values {low}..{high}) is not finite in float16",
+            index % groups.max(1),
+            index / groups.max(1)
+        )));
+    }
+    Ok((scale, f16::from_f32(low)))
+}
+
 fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
-    let (n, _, groups) = spec.sizes(&[TensorMeta::new(launch.inputs[0].dtype(), launch.inputs[0].shape())])?;
+    let (n, k, groups) = spec.sizes(&[TensorMeta::new(launch.inputs[0].dtype(), launch.inputs[0].shape())])?;
     let weight = read::<T>(&launch.inputs[0])?;
     let layout = spec.layout;
-    let group = layout.group;
-    // Check every group first: a non-finite weight or a range float16 cannot hold is refused.
-    for (index, values) in weight.chunks(group.max(1)).enumerate() {
-        let (low, high) =
-            values.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), v| (l.min(v.to_f32()), h.max(v.to_f32())));
-        let scale = f16::from_f32((high - low) / layout.levels() as f32);
-        // f32::min and max skip NaN: a NaN weight is looked for by itself
-        let nan = values.iter().any(|v| v.to_f32().is_nan());
-        if nan || !low.is_finite() || !high.is_finite() || !scale.is_finite() || !f16::from_f32(low).is_finite() {
-            return Err(invalid(format!(
-                "pack_int4: group {} of row {} (values {low}..{high}) is not finite in float16",
-                index % groups.max(1),
-                index / groups.max(1)
-            )));
-        }
+    let group = layout.group.max(1);
+    // Check every group first (the first bad one, in order, is the one named): a non-finite
+    // weight or a range float16 cannot hold is refused before anything is written.
+    let refused = threads::install(|| {
+        weight.par_chunks(group).enumerate().find_map_first(|(index, values)| group_range(&layout, groups, index, values).err())
+    });
+    if let Some(refused) = refused {
+        return Err(refused);
     }
     // SAFETY: the three outputs are this launch's own, distinct buffers.
     let (packed, scales, minima) = unsafe {
         (write::<u8>(&launch.outputs[0])?, write::<f16>(&launch.outputs[1])?, write::<f16>(&launch.outputs[2])?)
     };
     let bytes_per_group = group / layout.per_byte;
-    for (index, values) in weight.chunks(group.max(1)).enumerate().take(n * groups) {
-        let low = values.iter().map(|v| v.to_f32()).fold(f32::INFINITY, f32::min);
-        let high = values.iter().map(|v| v.to_f32()).fold(f32::NEG_INFINITY, f32::max);
-        let (scale, minimum) = (f16::from_f32((high - low) / layout.levels() as f32), f16::from_f32(low));
-        scales[index] = scale;
-        minima[index] = minimum;
-        let (scale, minimum) = (scale.to_f32(), minimum.to_f32());
-        let out = &mut packed[index * bytes_per_group..][..bytes_per_group];
-        for (byte, chunk) in out.iter_mut().zip(values.chunks_exact(layout.per_byte)) {
-            *byte = chunk.iter().enumerate().fold(0u8, |acc, (s, v)| {
-                let code = if scale > 0.0 {
-                    ((v.to_f32() - minimum) / scale).round().clamp(0.0, layout.levels() as f32)
-                } else {
-                    0.0
-                };
-                acc | ((code as u8) << (s as u32 * layout.bits))
-            });
-        }
-    }
-    Ok(())
+    let rows = packed.par_chunks_mut((k / layout.per_byte).max(1)).zip(scales.par_chunks_mut(groups.max(1)));
+    let rows = rows.zip(minima.par_chunks_mut(groups.max(1))).zip(weight.par_chunks(k.max(1))).enumerate().take(n);
+    threads::install(|| {
+        rows.try_for_each(|(row, (((packed, scales), minima), values))| {
+            for (g, values) in values.chunks(group).enumerate() {
+                let (scale, minimum) = group_range(&layout, groups, row * groups + g, values)?;
+                scales[g] = scale;
+                minima[g] = minimum;
+                let (scale, minimum) = (scale.to_f32(), minimum.to_f32());
+                let out = &mut packed[g * bytes_per_group..][..bytes_per_group];
+                for (byte, chunk) in out.iter_mut().zip(values.chunks_exact(layout.per_byte)) {
+                    *byte = chunk.iter().enumerate().fold(0u8, |acc, (s, v)| {
+                        let code = if scale > 0.0 {
+                            ((v.to_f32() - minimum) / scale).round().clamp(0.0, layout.levels() as f32)
+                        } else {
+                            0.0
+                        };
+                        acc | ((code as u8) << (s as u32 * layout.bits))
+                    });
+                }
+            }
+            Ok(())
+        })
+    })
 }
 
 fn workspace(spec: &MatmulInt4, inputs: &[TensorMeta]) -> Result<u64> {
