@@ -3,7 +3,8 @@
 
 use super::{Executable, ProgramError, Result, Source};
 use crate::backend::{self, Graph};
-use crate::kernel::{KernelError, Launch};
+use crate::dtype::DType;
+use crate::kernel::{Attrs, KernelError, Launch};
 use crate::ops::with_workspace;
 use crate::tensor::Tensor;
 
@@ -67,8 +68,7 @@ impl Executable {
             let eager = self.eager_launch(index, &values)?;
             self.launch(index)?;
             for (output, (replayed, expected)) in self.steps[index].outputs.iter().zip(&eager).enumerate() {
-                let (got, want) = (replayed.to_bytes()?, expected.to_bytes()?);
-                if let Some(byte) = got.iter().zip(&want).position(|(a, b)| a != b) {
+                if let Some(byte) = first_difference(replayed, expected)? {
                     return Err(ProgramError::NotReproducible { index, key: step.kernel.key(), output, byte });
                 }
             }
@@ -164,6 +164,34 @@ fn to_kernel(error: ProgramError) -> KernelError {
         ProgramError::Kernel(e) => e,
         other => KernelError::Invalid(other.to_string()),
     }
+}
+
+/// The first byte where two launch outputs of one dtype and shape differ, if any. Where the host
+/// cannot read them (a GPU) they are compared there first, as unsigned integers of their width
+/// (`ne`, then `any`), so that only a flag crosses to the host: a prefill's outputs are
+/// gigabytes, which the host would copy twice and compare. Their bytes are read to the host only
+/// where they differ (to name the byte), or where no unsigned dtype has their width; on the
+/// host they are compared in place.
+fn first_difference(got: &Tensor, want: &Tensor) -> Result<Option<usize>> {
+    let width = got.dtype().itemsize().map_err(|e| ProgramError::Invalid(e.to_string()))?;
+    let unsigned = match width {
+        1 => Some(DType::Uint8),
+        2 => Some(DType::Uint16),
+        4 => Some(DType::Uint32),
+        8 => Some(DType::Uint64),
+        _ => None,
+    };
+    if let (false, Some(unsigned)) = (backend::of(got.device()).host_addressable(), unsigned) {
+        let (a, b) = (got.view_dtype(unsigned)?, want.view_dtype(unsigned)?);
+        let differs = crate::ops::call("ne", &Attrs::new(), &[&a, &b])?.remove(0);
+        let axes: Vec<i64> = (0..differs.ndim() as i64).collect();
+        if differs.any(&axes, false)?.to_bytes()? == [0] {
+            return Ok(None);
+        }
+    }
+    // contiguous host outputs are compared where they are, without a copy
+    let (got, want) = (got.host_bytes()?, want.host_bytes()?);
+    Ok(got.iter().zip(want.iter()).position(|(a, b)| a != b))
 }
 
 /// The first output (and byte in it) where two runs' outputs differ.
