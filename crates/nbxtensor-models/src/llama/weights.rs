@@ -65,11 +65,6 @@ impl Weight {
         }
     }
 
-    /// Its output rows.
-    pub fn rows(&self) -> i64 {
-        self.tensors()[0].shape()[0]
-    }
-
     /// Rows `at .. at + rows` (views).
     fn narrow(&self, at: i64, rows: i64) -> nbxtensor::Result<Weight> {
         Ok(match self {
@@ -215,11 +210,7 @@ impl Taker {
     /// (when pricing, a symbolic tensor of that dtype there, its bytes counted unless the load
     /// would map it: on the CPU, in the checkpoint's dtype, aligned in the file).
     fn float(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        let tensor = self.named.take(name, shape)?;
-        if !DECODER_DTYPES.contains(&tensor.dtype()) {
-            let source = &self.named.source;
-            return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
-        }
+        let tensor = self.take_float(name, shape)?;
         if let Some((views, bytes)) = &mut self.priced {
             let symbolic = Tensor::symbolic(self.device, self.dtype, tensor.shape())?;
             let len = symbolic.byte_len()? as u64;
@@ -233,6 +224,16 @@ impl Taker {
             true => tensor.cast(self.dtype)?,
             false => tensor.to(self.device)?.cast(self.dtype)?,
         })
+    }
+
+    /// The checkpoint's tensor `name` of `shape` as it is in the files, refused unless a float.
+    fn take_float(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let tensor = self.named.take(name, shape)?;
+        if !DECODER_DTYPES.contains(&tensor.dtype()) {
+            let source = &self.named.source;
+            return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
+        }
+        Ok(tensor)
     }
 
     /// The bytes the device's allocator holds for `tensor` (to its pool's granularity).
@@ -260,11 +261,7 @@ impl Taker {
     /// The matrix `name` of `shape`, quantized to int4 on the host from the checkpoint's values
     /// and sent to the device (when pricing, symbolic, its bytes counted).
     fn quantized(&mut self, layout: Int4Layout, name: &str, shape: [usize; 2]) -> Result<Weight> {
-        let tensor = self.named.take(name, &shape)?;
-        if !DECODER_DTYPES.contains(&tensor.dtype()) {
-            let source = &self.named.source;
-            return Err(ModelError::Files(format!("{source}: {name} is {}, not a float tensor", tensor.dtype())));
-        }
+        let tensor = self.take_float(name, &shape)?;
         if shape[1] % layout.group != 0 {
             return Err(ModelError::Input(format!(
                 "{}: {name} has {} inputs a row, not a whole number of int4 groups of {}: this model cannot be quantized to int4",

@@ -175,14 +175,6 @@ fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
     let weight = read::<T>(&launch.inputs[0])?;
     let layout = spec.layout;
     let group = layout.group.max(1);
-    // Check every group first (the first bad one, in order, is the one named): a non-finite
-    // weight or a range float16 cannot hold is refused before anything is written.
-    let refused = threads::install(|| {
-        weight.par_chunks(group).enumerate().find_map_first(|(index, values)| group_range(&layout, groups, index, values).err())
-    });
-    if let Some(refused) = refused {
-        return Err(refused);
-    }
     // SAFETY: the three outputs are this launch's own, distinct buffers.
     let (packed, scales, minima) = unsafe {
         (write::<u8>(&launch.outputs[0])?, write::<f16>(&launch.outputs[1])?, write::<f16>(&launch.outputs[2])?)
@@ -190,10 +182,15 @@ fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
     let bytes_per_group = group / layout.per_byte;
     let rows = packed.par_chunks_mut((k / layout.per_byte).max(1)).zip(scales.par_chunks_mut(groups.max(1)));
     let rows = rows.zip(minima.par_chunks_mut(groups.max(1))).zip(weight.par_chunks(k.max(1))).enumerate().take(n);
-    threads::install(|| {
-        rows.try_for_each(|(row, (((packed, scales), minima), values))| {
+    // rows in parallel; a non-finite weight or a range float16 cannot hold refuses the call, the
+    // first such group (in order) named
+    let refused = threads::install(|| {
+        rows.find_map_first(|(row, (((packed, scales), minima), values))| {
             for (g, values) in values.chunks(group).enumerate() {
-                let (scale, minimum) = group_range(&layout, groups, row * groups + g, values)?;
+                let (scale, minimum) = match group_range(&layout, groups, row * groups + g, values) {
+                    Ok(range) => range,
+                    Err(refused) => return Some(refused),
+                };
                 scales[g] = scale;
                 minima[g] = minimum;
                 let (scale, minimum) = (scale.to_f32(), minimum.to_f32());
@@ -209,9 +206,10 @@ fn run_pack<T: Float>(spec: &PackInt4, launch: Launch<'_>) -> Result<()> {
                     });
                 }
             }
-            Ok(())
+            None
         })
-    })
+    });
+    refused.map_or(Ok(()), Err)
 }
 
 fn workspace(spec: &MatmulInt4, inputs: &[TensorMeta]) -> Result<u64> {
