@@ -35,6 +35,19 @@ fn shipped_kernels() -> Vec<&'static str> {
     backend::cuda::SHIPPED_ARCHITECTURES.to_vec()
 }
 
+/// Sets whether a CUDA kernel may start while the one before it ends, on compute capability
+/// 9.0 and later (programmatic dependent launch; on by default): graphs captured later follow.
+#[pyfunction]
+fn set_overlapped_launches(on: bool) {
+    backend::cuda::set_overlapped_launches(on);
+}
+
+/// Whether CUDA kernels launch overlapped where the device allows it.
+#[pyfunction]
+fn overlapped_launches() -> bool {
+    backend::cuda::overlapped_launches()
+}
+
 /// The GPUs the driver sees, each a dict of its facts (index, name, arch, multiprocessors,
 /// total_memory, l2_bytes, max_shared_per_block); empty without CUDA.
 #[pyfunction]
@@ -113,6 +126,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_runtime, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(set_overlapped_launches, m)?)?;
+    m.add_function(wrap_pyfunction!(overlapped_launches, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(backend_table, m)?)?;
     m.add_function(wrap_pyfunction!(device_memory, m)?)?;

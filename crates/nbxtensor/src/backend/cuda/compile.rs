@@ -177,6 +177,43 @@ mod tests {
         assert_ne!(fnv1a(b"a"), fnv1a(b"b"));
     }
 
+    /// Every kernel entry of every source awaits its inputs (`nbx_await_inputs`, the
+    /// prelude's) in its own body: kernels launch programmatically on compute capability 9.0
+    /// and later (launch.rs), where one that touched memory before the wait would race with the
+    /// kernel before it. What precedes the wait in an entry reads no kernel's output (a GEMV's
+    /// first weights).
+    #[test]
+    fn every_kernel_entry_awaits_its_inputs() {
+        let mut entries = 0;
+        for source in super::super::sources() {
+            let text = source.text;
+            for (at, _) in text.match_indices("extern \"C\" __global__") {
+                let open = at + text[at..].find('{').unwrap();
+                let mut depth = 0;
+                let close = text[open..]
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        depth += match c {
+                            '{' => 1,
+                            '}' => -1,
+                            _ => 0,
+                        };
+                        depth == 0
+                    })
+                    .map(|(i, _)| open + i)
+                    .unwrap();
+                let signature = text[at..open].split('(').next().unwrap_or("").trim();
+                assert!(
+                    text[open..close].contains("nbx_await_inputs();"),
+                    "{}: the kernel entry `{signature}` does not await its inputs",
+                    source.name
+                );
+                entries += 1;
+            }
+        }
+        assert!(entries >= 49, "{entries} kernel entries found");
+    }
+
     /// A build made with `NBX_SHIP_CUDA` carries, for every source and every architecture it
     /// names, a cubin for that architecture, and the run time serves it without NVRTC; a build
     /// without ships none (and the run time compiles).

@@ -12,7 +12,30 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::fmt::{Arguments, Write};
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
+
+/// The first compute capability with programmatic dependent launch (CUDA C++ Programming
+/// Guide, "Programmatic Dependent Launch and Synchronization"); `nbx_await_inputs` of
+/// `kernels/prelude.cuh` waits for the previous kernel on the same architectures.
+const PROGRAMMATIC_LAUNCH_SINCE: (u32, u32) = (9, 0);
+
+/// Whether kernels are launched programmatically where the device has it (on by default).
+static OVERLAPPED: AtomicBool = AtomicBool::new(true);
+
+/// Sets whether a kernel may start while the one before it on the stream ends, on devices of
+/// compute capability 9.0 and later (programmatic dependent launch: its blocks take the
+/// multiprocessors the previous kernel frees and wait for its writes in `nbx_await_inputs`; a
+/// GEMV reads its first weights before). On by default; graphs captured later follow the
+/// setting, graphs captured earlier keep theirs.
+pub fn set_overlapped_launches(on: bool) {
+    OVERLAPPED.store(on, Ordering::Relaxed);
+}
+
+/// Whether kernels launch overlapped where the device allows it ([`set_overlapped_launches`]).
+pub fn overlapped_launches() -> bool {
+    OVERLAPPED.load(Ordering::Relaxed)
+}
 
 /// A kernel function of a loaded module, on one device.
 #[derive(Clone, Copy)]
@@ -248,24 +271,31 @@ impl CudaFunction {
         }
         let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
         args.pointers(&mut pointers)?;
-        // SAFETY: the function was loaded in this context; the parameters match the kernel's
-        // signature (each family's contract) and live until cuLaunchKernel has copied them.
-        let result = unsafe {
-            sys::cuLaunchKernel(
-                self.function,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared_bytes,
-                self.context.stream(),
-                pointers.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+        let overlapped = overlapped_launches() && self.context.info().compute_capability >= PROGRAMMATIC_LAUNCH_SINCE;
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
         };
-        check(result, "cuLaunchKernel").map_err(KernelError::Device)
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid[0],
+            gridDimY: grid[1],
+            gridDimZ: grid[2],
+            blockDimX: block[0],
+            blockDimY: block[1],
+            blockDimZ: block[2],
+            sharedMemBytes: shared_bytes,
+            hStream: self.context.stream(),
+            attrs: &mut attribute,
+            numAttrs: u32::from(overlapped),
+        };
+        // SAFETY: the function was loaded in this context; the parameters match the kernel's
+        // signature (each family's contract) and live, like the configuration, until
+        // cuLaunchKernelEx has copied them; every kernel awaits its inputs (prelude.cuh) before
+        // it touches memory, which makes the programmatic launch safe.
+        let result =
+            unsafe { sys::cuLaunchKernelEx(&config, self.function, pointers.as_mut_ptr(), std::ptr::null_mut()) };
+        check(result, "cuLaunchKernelEx").map_err(KernelError::Device)
     }
 
     /// Lets the function use up to `bytes` of dynamic shared memory (above the default 48 KiB).

@@ -51,7 +51,7 @@ pub use dims::{
 };
 pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
-pub use launch::{device_context, device_ptr, function, Args, CudaFunction};
+pub use launch::{device_context, device_ptr, function, overlapped_launches, set_overlapped_launches, Args, CudaFunction};
 pub use random::{random_uniform_f32, random_words};
 pub use source::{KernelSource, Layout, Shipped, MAX_DIMS, PRELUDE, SHIPPED_ARCHITECTURES};
 

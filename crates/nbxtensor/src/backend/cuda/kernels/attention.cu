@@ -304,14 +304,17 @@ __device__ void attention_combine(const float* partials, int splits, int dv, typ
     extern "C" __global__ void attention_prefill_##dt(const S::T* q, Strides qs, const S::T* k, Strides ks,        \
                                                       const S::T* v, Strides vs, const S::T* mask, Strides ms,     \
                                                       Sizes z, float scale, S::T* out) {                           \
+        nbx_await_inputs();                                                                                        \
         attention_prefill<S>(q, qs, k, ks, v, vs, mask, ms, z, scale, out);                                        \
     }                                                                                                              \
     extern "C" __global__ void attention_decode_##dt(const S::T* q, Strides qs, const S::T* k, Strides ks,         \
                                                      const S::T* v, Strides vs, const S::T* mask, Strides ms,      \
                                                      Sizes z, float scale, float* partials, int splits) {          \
+        nbx_await_inputs();                                                                                        \
         attention_decode<S>(q, qs, k, ks, v, vs, mask, ms, z, scale, partials, splits);                            \
     }                                                                                                              \
     extern "C" __global__ void attention_combine_##dt(const float* partials, int splits, int dv, S::T* out) {      \
+        nbx_await_inputs();                                                                                        \
         attention_combine<S>(partials, splits, dv, out);                                                           \
     }
 

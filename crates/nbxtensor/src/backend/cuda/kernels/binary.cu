@@ -226,14 +226,17 @@ __device__ __forceinline__ void binary_strided(const typename S::T* a, const typ
 // f: EXPR(p, q) on the loaded values (float32 for the floats, the integer itself otherwise).
 #define NBX_BINARY(op, dt, S, EXPR)                                                                         \
     extern "C" __global__ void binary_##op##_##dt(const S::T* a, const S::T* b, S::T* y, i64 n) {          \
+        nbx_await_inputs();                                                                                 \
         binary_contiguous<S>(a, b, y, n, [](auto p, auto q) { return EXPR(p, q); });                        \
     }                                                                                                       \
     extern "C" __global__ void binary_##op##_##dt##_rows(const S::T* a, const S::T* b, Indexer ix, S::T* y, \
                                                          i64 words, int narrow) {                           \
+        nbx_await_inputs();                                                                                 \
         binary_rows<S>(a, b, ix, y, words, narrow, [](auto p, auto q) { return EXPR(p, q); });              \
     }                                                                                                       \
     extern "C" __global__ void binary_##op##_##dt##_strided(const S::T* a, const S::T* b, Indexer ix,       \
                                                             S::T* y, i64 n, int narrow) {                   \
+        nbx_await_inputs();                                                                                 \
         binary_strided<S>(a, b, ix, y, n, narrow, [](auto p, auto q) { return EXPR(p, q); });               \
     }
 

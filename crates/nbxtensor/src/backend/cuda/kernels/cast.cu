@@ -158,10 +158,12 @@ __device__ __forceinline__ void cast_strided(const typename S::T* x, const Index
 
 #define NBX_CAST(from, S, to, D)                                                                            \
     extern "C" __global__ void cast_##from##_##to(const S::T* x, D::T* y, i64 n) {                          \
+        nbx_await_inputs();                                                                                 \
         cast_contiguous<S, D>(x, y, n);                                                                     \
     }                                                                                                       \
     extern "C" __global__ void cast_##from##_##to##_strided(const S::T* x, Indexer ix, D::T* y, i64 n,      \
                                                             int narrow) {                                   \
+        nbx_await_inputs();                                                                                 \
         cast_strided<S, D>(x, ix, y, n, narrow);                                                            \
     }
 

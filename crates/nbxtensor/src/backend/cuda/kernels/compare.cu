@@ -47,10 +47,12 @@ __device__ __forceinline__ void compare_strided(const typename S::T* a, const ty
 
 #define NBX_COMPARE(op, dt, S)                                                                                  \
     extern "C" __global__ void compare_##op##_##dt(const S::T* a, const S::T* b, unsigned char* y, i64 n) {     \
+        nbx_await_inputs();                                                                                   \
         compare_contiguous<S>(a, b, y, n, [](auto p, auto q) { return NBX_CMP_##op(p, q); });                 \
     }                                                                                                           \
     extern "C" __global__ void compare_##op##_##dt##_strided(const S::T* a, const S::T* b, Indexer ix,          \
                                                              unsigned char* y, i64 n, int narrow) {             \
+        nbx_await_inputs();                                                                                   \
         compare_strided<S>(a, b, ix, y, n, narrow, [](auto p, auto q) { return NBX_CMP_##op(p, q); });        \
     }
 

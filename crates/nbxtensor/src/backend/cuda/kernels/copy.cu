@@ -21,6 +21,7 @@ __device__ __forceinline__ void copy_units(const U* x, const Indexer& ix, U* y, 
 
 #define NBX_COPY(unit, U)                                                                               \
     extern "C" __global__ void copy_##unit(const U* x, Indexer ix, U* y, i64 n, int narrow) {           \
+        nbx_await_inputs();                                                                             \
         copy_units<U>(x, ix, y, n, narrow);                                                             \
     }
 

@@ -47,10 +47,12 @@ __device__ __forceinline__ void iota_int(T* y, i64 n, long long start, long long
 
 #define NBX_IOTA_FLOAT(dt, R)                                                                  \
     extern "C" __global__ void iota_##dt(R::T* y, i64 n, double start, double step) {          \
+        nbx_await_inputs();                                                                    \
         iota_float<R>(y, n, start, step);                                                      \
     }
 #define NBX_IOTA_INT(dt, T)                                                                    \
     extern "C" __global__ void iota_##dt(T* y, i64 n, long long start, long long step) {       \
+        nbx_await_inputs();                                                                    \
         iota_int<T>(y, n, start, step);                                                        \
     }
 

@@ -347,12 +347,14 @@ __device__ __forceinline__ void kv_cache_write(typename S::T* __restrict__ cache
     extern "C" __global__ void __launch_bounds__(NBX_DEC_THREADS, MB)                                               \
         decode_split_##dt##_##TPK##_##RB(const S::T* q, DecodeStrides st, const S::T* k, const S::T* v,             \
                                          const void* length, DecodeSizes z, float scale, float* partials) {         \
+        nbx_await_inputs();                                                                                         \
         decode_split<S, TPK, RB, true>(q, st, k, v, length, z, scale, partials);                                    \
     }                                                                                                               \
     extern "C" __global__ void __launch_bounds__(NBX_DEC_THREADS, MB)                                               \
         decode_split_##dt##_##TPK##_##RB##_scalar(const S::T* q, DecodeStrides st, const S::T* k,                   \
                                                   const S::T* v, const void* length, DecodeSizes z, float scale,    \
                                                   float* partials) {                                                \
+        nbx_await_inputs();                                                                                         \
         decode_split<S, TPK, RB, false>(q, st, k, v, length, z, scale, partials);                                   \
     }
 
@@ -365,10 +367,12 @@ __device__ __forceinline__ void kv_cache_write(typename S::T* __restrict__ cache
     NBX_DECODE_SPLIT(dt, S, 32, 8, 1)                                                                               \
     extern "C" __global__ void __launch_bounds__(NBX_COMBINE_THREADS)                                               \
         decode_combine_##dt(const float* partials, DecodeSizes z, S::T* out) {                                      \
+        nbx_await_inputs();                                                                                         \
         decode_combine<S>(partials, z, out);                                                                        \
     }                                                                                                               \
     extern "C" __global__ void kv_cache_write_##dt(S::T* cache, const S::T* src, WriteStrides ns,                   \
                                                    const void* position, WriteSizes w) {                            \
+        nbx_await_inputs();                                                                                         \
         kv_cache_write<S>(cache, src, ns, position, w);                                                             \
     }
 

@@ -44,6 +44,7 @@ __device__ __forceinline__ void gather_units(const U* x, const Indexer& ix, int 
     extern "C" __global__ void gather_##unit##_##it(const U* x, Indexer ix, int axis, i64 axis_stride,      \
                                                     const I* idx, Indexer ii, i64 bound, U* y, i64 n,        \
                                                     int narrow, unsigned long long* flag) {                  \
+        nbx_await_inputs();                                                                                  \
         gather_units<U, I>(x, ix, axis, axis_stride, idx, ii, bound, y, n, narrow, flag);                    \
     }
 

@@ -152,6 +152,7 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
     extern "C" __global__ void BOUND norm_##op##_##dt##_##CH##VEC(const S::T* x, const S::T* r, const S::T* w, \
                                                                  const S::T* b, S::T* sum, S::T* y, i64 rows,  \
                                                                  i64 n, float eps, int group) {                \
+        nbx_await_inputs();                                                                                    \
         norm_rows<S, NBX_CHUNK##VEC(S), CH, LAYER, ADD>(x, r, w, b, sum, y, rows, n, eps, group);              \
     }
 
@@ -168,6 +169,7 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
         const S::T* x, Layout rows_at, i64 x_stride, const S::T* r, Layout r_rows_at, i64 r_stride,           \
         const S::T* w, i64 w_stride, const S::T* b, i64 b_stride, S::T* sum, S::T* y, i64 rows, i64 n,        \
         float eps, int group) {                                                                               \
+        nbx_await_inputs();                                                                                   \
         norm_looped<S, LAYER, ADD>(x, rows_at, x_stride, r, r_rows_at, r_stride, w, w_stride, b, b_stride,    \
                                    sum, y, rows, n, eps, group);                                              \
     }

@@ -3,6 +3,7 @@
 
 extern "C" __global__ void philox_words(unsigned long long seed, unsigned long long stream,
                                         unsigned long long start, unsigned int* out, i64 n) {
+    nbx_await_inputs();
     i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step)
         out[i] = philox_word(seed, stream, start + (unsigned long long)i);
@@ -11,6 +12,7 @@ extern "C" __global__ void philox_words(unsigned long long seed, unsigned long l
 extern "C" __global__ void philox_uniform_f32(unsigned long long seed, unsigned long long stream,
                                               unsigned long long start, float low, float span,
                                               int precision, float scale, float* out, i64 n) {
+    nbx_await_inputs();
     i64 step = (i64)gridDim.x * blockDim.x;
     for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         unsigned int w = philox_word(seed, stream, start + (unsigned long long)i);

@@ -31,6 +31,18 @@ __device__ __forceinline__ nbx_f16 nbx_f32_to_f16(float f) {
     return r;
 }
 
+// Programmatic dependent launch (compute capability 9.0 on; launch.rs says when the host asks
+// for it): a kernel may start while the one before it on the stream still runs, so every kernel
+// calls this before it touches global memory. It waits until the previous kernel has finished
+// and its writes are visible, then lets the next kernel start launching (its blocks take free
+// multiprocessors and wait here in turn). Without a programmatic launch it returns at once.
+__device__ __forceinline__ void nbx_await_inputs() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Load/store of one element of a storage type as float32.
 struct F32 {
     typedef float T;

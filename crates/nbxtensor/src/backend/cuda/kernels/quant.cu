@@ -186,6 +186,7 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
     extern "C" __global__ void __launch_bounds__(128) quant_gemv_b##bits##_##dt##_r##rows(                         \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,    \
         const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out) {                       \
+        nbx_await_inputs();                                                                                        \
         quant_gemv<S, bits, rows>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out); \
     }
 
@@ -197,6 +198,7 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
                                   i64 p_row, i64 p_col, const unsigned short* scales, i64 sc_row, i64 sc_col,      \
                                   const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group,          \
                                   S::T* out) {                                                                     \
+        nbx_await_inputs();                                                                                        \
         quant_gemm<S, bits>(x, x_rows, x_col, m, k, packed, p_row, p_col, scales, sc_row, sc_col, minima, mn_row,  \
                             mn_col, n, group, out);                                                                \
     }

@@ -315,19 +315,23 @@ __device__ void reduce_finish(const unsigned char* partials, i64 outputs, i64 co
 #define NBX_REDUCE(op, dt)                                                                                        \
     extern "C" __global__ void reduce_##op##_##dt##_rows(const op##_##dt::In* x, Layout kept, Layout red,         \
                                                          i64 outputs, i64 count, op##_##dt::Out* y, int group) { \
+        nbx_await_inputs();                                                                                     \
         reduce_rows<op##_##dt>(x, kept, red, outputs, count, y, group);                                         \
     }                                                                                                           \
     extern "C" __global__ void reduce_##op##_##dt##_cols(const op##_##dt::In* x, Layout kept, Layout red,         \
                                                          i64 outputs, i64 count, op##_##dt::Out* y) {            \
+        nbx_await_inputs();                                                                                     \
         reduce_cols<op##_##dt>(x, kept, red, outputs, count, y);                                                \
     }                                                                                                           \
     extern "C" __global__ void reduce_##op##_##dt##_split(const op##_##dt::In* x, Layout kept, Layout red,        \
                                                           i64 count, i64 chunk, int splits,                      \
                                                           unsigned char* partials) {                             \
+        nbx_await_inputs();                                                                                     \
         reduce_split<op##_##dt>(x, kept, red, count, chunk, splits, partials);                                  \
     }                                                                                                           \
     extern "C" __global__ void reduce_##op##_##dt##_finish(const unsigned char* partials, i64 outputs, i64 count, \
                                                            int splits, op##_##dt::Out* y) {                      \
+        nbx_await_inputs();                                                                                     \
         reduce_finish<op##_##dt>(partials, outputs, count, splits, y);                                          \
     }
 

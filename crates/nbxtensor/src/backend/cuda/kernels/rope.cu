@@ -153,21 +153,25 @@ __device__ void rope_strided(const typename S::T* x, const Layout& lx, const typ
 #define NBX_ROPE(dt, S)                                                                                       \
     extern "C" __global__ void rope_##dt##_vec(const S::T* x, const S::T* cos, i64 c_row, const S::T* sin,    \
                                                i64 s_row, S::T* y, i64 rows, i64 seq, i64 dim) {              \
+        nbx_await_inputs();                                                                                   \
         rope_half_vec<S>(x, cos, c_row, sin, s_row, y, rows, seq, dim);                                       \
     }                                                                                                         \
     extern "C" __global__ void rope_##dt##_interleaved_vec(const S::T* x, const S::T* cos, i64 c_row,         \
                                                            const S::T* sin, i64 s_row, S::T* y, i64 rows,     \
                                                            i64 seq, i64 dim) {                                \
+        nbx_await_inputs();                                                                                   \
         rope_interleaved_vec<S>(x, cos, c_row, sin, s_row, y, rows, seq, dim);                                \
     }                                                                                                         \
     extern "C" __global__ void rope_##dt(const S::T* x, Layout lx, const S::T* cos, i64 c_row, i64 c_col,     \
                                          const S::T* sin, i64 s_row, i64 s_col, S::T* y, i64 rows, i64 seq,  \
                                          i64 dim) {                                                           \
+        nbx_await_inputs();                                                                                   \
         rope_strided<S, false>(x, lx, cos, c_row, c_col, sin, s_row, s_col, y, rows, seq, dim);               \
     }                                                                                                         \
     extern "C" __global__ void rope_##dt##_interleaved(const S::T* x, Layout lx, const S::T* cos, i64 c_row,  \
                                                        i64 c_col, const S::T* sin, i64 s_row, i64 s_col,      \
                                                        S::T* y, i64 rows, i64 seq, i64 dim) {                 \
+        nbx_await_inputs();                                                                                   \
         rope_strided<S, true>(x, lx, cos, c_row, c_col, sin, s_row, s_col, y, rows, seq, dim);                \
     }
 

@@ -217,6 +217,7 @@ __device__ void sample_row(const typename S::T* x, const void* position, const S
     extern "C" __global__ void __launch_bounds__(NBX_SAMPLE_THREADS)                                               \
         sample_##dt(const S::T* logits, const void* position, SampleParams p, unsigned long long* weights,           \
                     long long* out) {                                                                              \
+        nbx_await_inputs();                                                                                        \
         const i64 row = blockIdx.x;                                                                                \
         sample_row<S>(logits + row * p.vocab, position, p, weights + row * p.vocab, out + row);                   \
     }

@@ -61,10 +61,12 @@ __device__ __forceinline__ void scan_lines(const typename R::In* x, const Layout
 #define NBX_SCAN(dt, R)                                                                                        \
     extern "C" __global__ void scan_cumulative_sum_##dt(const R::In* x, Layout lines, i64 stride, i64 count,   \
                                                         i64 extent, i64 inner, int first, R::Out* y) {         \
+        nbx_await_inputs();                                                                                    \
         scan_lines<R, false>(x, lines, stride, count, extent, inner, first, y);                                \
     }                                                                                                          \
     extern "C" __global__ void scan_cumulative_prod_##dt(const R::In* x, Layout lines, i64 stride, i64 count,  \
                                                          i64 extent, i64 inner, int first, R::Out* y) {        \
+        nbx_await_inputs();                                                                                    \
         scan_lines<R, true>(x, lines, stride, count, extent, inner, first, y);                                 \
     }
 

@@ -71,18 +71,22 @@ __device__ __forceinline__ void fill_strided(const U* x, const unsigned char* m,
 
 #define NBX_SELECT(w, U)                                                                                        \
     extern "C" __global__ void where_b##w(const unsigned char* c, const U* a, const U* b, U* y, i64 n) {       \
+        nbx_await_inputs();                                                                                     \
         where_contiguous<U>(c, a, b, y, n);                                                                     \
     }                                                                                                           \
     extern "C" __global__ void where_b##w##_strided(const unsigned char* c, const U* a, const U* b, Indexer ix, \
                                                     U* y, i64 n, int narrow) {                                  \
+        nbx_await_inputs();                                                                                     \
         where_strided<U>(c, a, b, ix, y, n, narrow);                                                            \
     }                                                                                                           \
     extern "C" __global__ void masked_fill_b##w(const U* x, const unsigned char* m, U* y, i64 n,               \
                                                 unsigned long long fill) {                                      \
+        nbx_await_inputs();                                                                                     \
         fill_contiguous<U>(x, m, y, n, (U)fill);                                                                \
     }                                                                                                           \
     extern "C" __global__ void masked_fill_b##w##_strided(const U* x, const unsigned char* m, Indexer ix, U* y, \
                                                           i64 n, int narrow, unsigned long long fill) {         \
+        nbx_await_inputs();                                                                                     \
         fill_strided<U>(x, m, ix, y, n, narrow, (U)fill);                                                       \
     }
 

@@ -191,6 +191,7 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
 #define NBX_SOFTMAX_ROWS(dt, S, CH, VEC, BOUND)                                                               \
     extern "C" __global__ void BOUND softmax_rows_##dt##_##CH##VEC(                                           \
         const S::T* x, S::T* y, i64 rows, i64 n, int group, int log) {                                       \
+        nbx_await_inputs();                                                                                  \
         softmax_rows<S, NBX_CHUNK##VEC(S), CH>(x, y, rows, n, group, log);                                   \
     }
 
@@ -205,10 +206,12 @@ __device__ void softmax_columns(const typename S::T* x, const Layout& others, i6
     VECS(NBX_SOFTMAX_ROWS, dt, S)                                                                               \
     extern "C" __global__ void softmax_looped_##dt(const S::T* x, Layout others, i64 axis_stride, i64 n,        \
                                                    i64 inner, i64 rows, S::T* y, int group, int log) {          \
+        nbx_await_inputs();                                                                                    \
         softmax_looped<S>(x, others, axis_stride, n, inner, rows, y, group, log);                              \
     }                                                                                                           \
     extern "C" __global__ void softmax_columns_##dt(const S::T* x, Layout others, i64 axis_stride, i64 n,       \
                                                     i64 inner, i64 rows, S::T* y, int log) {                    \
+        nbx_await_inputs();                                                                                    \
         softmax_columns<S>(x, others, axis_stride, n, inner, rows, y, log);                                    \
     }
 

@@ -98,6 +98,7 @@ __device__ __forceinline__ void sort_lines(const typename Q::T* x, const Layout&
 #define NBX_SORT_ONE(name, dt, dir, Q, DESC, INDICES)                                                            \
     extern "C" __global__ void name##_##dt##_##dir(const Q::T* x, Layout lines, i64 stride, i64 count, i64 n,    \
                                                    i64 inner, int P, void* y) {                                  \
+        nbx_await_inputs();                                                                                      \
         sort_lines<Q, DESC, INDICES>(x, lines, stride, count, n, inner, P, y);                                   \
     }
 #define NBX_SORT(dt, Q)                          \
@@ -157,6 +158,7 @@ __device__ __forceinline__ void search_values(const typename Q::T* sorted, i64 n
 #define NBX_SEARCH_ONE(dt, side, Q, RIGHT)                                                                   \
     extern "C" __global__ void searchsorted_##dt##_##side(const Q::T* sorted, i64 n, i64 step,              \
                                                           const Q::T* values, Layout vl, i64 count, i64* y) { \
+        nbx_await_inputs();                                                                                  \
         search_values<Q, RIGHT>(sorted, n, step, values, vl, count, y);                                      \
     }
 #define NBX_SEARCH(dt, Q)                  \

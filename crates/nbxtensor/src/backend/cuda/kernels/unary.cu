@@ -92,14 +92,17 @@ struct Bounds {
 
 #define NBX_UNARY_KERNELS(name, dt, S, D, EXPR)                                                            \
     extern "C" __global__ void unary_##name##_##dt(const S::T* x, D::T* y, i64 n) {                        \
+        nbx_await_inputs();                                                                                 \
         unary_contiguous<S, D>(x, y, n, [](auto v) { return EXPR(v); });                                    \
     }                                                                                                       \
     extern "C" __global__ void unary_##name##_##dt##_strided(const S::T* x, Layout lx, D::T* y, i64 n) {   \
+        nbx_await_inputs();                                                                                 \
         unary_strided<S, D>(x, lx, y, n, [](auto v) { return EXPR(v); });                                   \
     }
 
 #define NBX_CLIP_KERNELS(dt, S, LOW, HIGH)                                                                  \
     extern "C" __global__ void unary_clip_##dt(const S::T* x, S::T* y, i64 n, Bounds b) {                  \
+        nbx_await_inputs();                                                                                 \
         unary_contiguous<S, S>(x, y, n, [b](auto v) {                                                       \
             if (b.has_low && v < (LOW)) v = (LOW);                                                          \
             if (b.has_high && v > (HIGH)) v = (HIGH);                                                       \
@@ -107,6 +110,7 @@ struct Bounds {
         });                                                                                                 \
     }                                                                                                       \
     extern "C" __global__ void unary_clip_##dt##_strided(const S::T* x, Layout lx, S::T* y, i64 n, Bounds b) { \
+        nbx_await_inputs();                                                                                 \
         unary_strided<S, S>(x, lx, y, n, [b](auto v) {                                                      \
             if (b.has_low && v < (LOW)) v = (LOW);                                                          \
             if (b.has_high && v > (HIGH)) v = (HIGH);                                                       \

@@ -46,7 +46,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuModuleLoadData",
     "cuModuleGetFunction",
     "cuFuncSetAttribute",
-    "cuLaunchKernel",
+    "cuLaunchKernelEx",
     "cuGraphInstantiateWithFlags",
     "cuGraphLaunch",
     "cuGraphExecDestroy",
