@@ -160,9 +160,14 @@ impl Nvrtc {
 }
 
 /// `<target>/nbx-cuda-kernels`: the cargo target folder is the first above `OUT_DIR` holding
-/// `CACHEDIR.TAG` (OUT_DIR itself where none does).
+/// cargo's `.rustc_info.json` or `CACHEDIR.TAG` (a target folder made by maturin first has no
+/// tag), so every profile and every build of the workspace shares one cache; OUT_DIR itself
+/// where none does.
 fn cache_folder(out: &Path) -> PathBuf {
-    let target = out.ancestors().find(|a| a.join("CACHEDIR.TAG").is_file()).unwrap_or(out);
+    let target = out
+        .ancestors()
+        .find(|a| a.join(".rustc_info.json").is_file() || a.join("CACHEDIR.TAG").is_file())
+        .unwrap_or(out);
     target.join("nbx-cuda-kernels")
 }
 
