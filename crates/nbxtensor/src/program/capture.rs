@@ -189,8 +189,13 @@ fn first_difference(got: &Tensor, want: &Tensor) -> Result<Option<usize>> {
             return Ok(None);
         }
     }
-    // contiguous host outputs are compared where they are, without a copy
+    // contiguous host outputs are compared where they are, without a copy, as whole slices (the
+    // C library's vectorized comparison; a byte loop cost a MiniLM capture a tenth of its time),
+    // then byte by byte only where they differ
     let (got, want) = (got.host_bytes()?, want.host_bytes()?);
+    if got[..] == want[..] {
+        return Ok(None);
+    }
     Ok(got.iter().zip(want.iter()).position(|(a, b)| a != b))
 }
 

@@ -70,7 +70,13 @@ const LANES: usize = 16;
 /// element written to `y`, the sum in float64 lanes, then one scaling pass.
 #[inline(always)]
 fn last_axis_row(x: &[f32], y: &mut [f32], log: bool) {
-    let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    // a loop, not an iterator's fold (a function of its own, compiled for the baseline)
+    let mut max = f32::NEG_INFINITY;
+    for &v in x {
+        if v > max {
+            max = v;
+        }
+    }
     let mut lanes = [0.0f64; LANES];
     let (body, tail) = (x.len() / LANES * LANES, x.len() % LANES);
     for (xs, ys) in x[..body].chunks_exact(LANES).zip(y[..body].chunks_exact_mut(LANES)) {
