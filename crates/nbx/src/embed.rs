@@ -26,7 +26,10 @@ pub fn run(o: &Options) -> Result<(), String> {
             captured += r.capture_seconds;
             replayed += r.run_seconds;
             let fresh = if r.capture_seconds > 0.0 {
-                format!("new shape: traced, planned and captured in {:.3} s, ", r.capture_seconds)
+                format!(
+                    "new shape: traced, planned and captured in {:.3} s (its checked run gave this batch), ",
+                    r.capture_seconds
+                )
             } else {
                 String::from("replay reused, ")
             };

@@ -130,6 +130,15 @@ impl Executable {
         Ok(self.outputs.iter().map(Tensor::fresh_copy).collect::<Result<_, _>>()?)
     }
 
+    /// Copies of the outputs the arena holds: those of the last run, taken in turn with runs
+    /// (after [`capture`](Self::capture), those of its verified run on the capture's inputs,
+    /// which `replay.run` on the same inputs would give again: a caller that captured for a
+    /// batch takes them here instead of running the program a third time).
+    pub fn last_outputs(&self) -> Result<Vec<Tensor>> {
+        let _turn = self.turn();
+        self.copy_outputs()
+    }
+
     /// This executable's turn at its arena: held by a run from loading the inputs to copying
     /// the outputs out (a run that panicked leaves nothing behind that the next one reads
     /// first: every run loads all its inputs anew).
