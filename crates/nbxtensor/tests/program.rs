@@ -60,11 +60,20 @@ fn programs_trace_plan_price_run_and_replay_verified() {
     for (got, want) in outputs.iter().zip(&eager) {
         assert_eq!(got.to_bytes().unwrap(), want.to_bytes().unwrap());
     }
-    let replay = executable.capture(&[&x]).unwrap();
     let y = Tensor::from_vec((0..12).map(|i| -(i as f32) / 3.0).collect(), &[3, 4]).unwrap();
+    executable.run(&[&y]).unwrap(); // the arena now holds y's outputs
+    let replay = executable.capture(&[&x]).unwrap();
+    // the capture's checked run on x left x's outputs in the arena: no third run needed
+    let kept = replay.executable().last_outputs().unwrap();
+    assert_eq!(kept.len(), eager.len());
+    for (got, want) in kept.iter().zip(&eager) {
+        assert_eq!(got.to_bytes().unwrap(), want.to_bytes().unwrap());
+    }
     let replayed = replay.run(&[&y]).unwrap();
     let expected = chain(&[y.clone()]).unwrap();
     assert_eq!(replayed[0].to_vec::<f32>().unwrap(), expected[0].to_vec::<f32>().unwrap());
+    let kept = replay.executable().last_outputs().unwrap();
+    assert_eq!(kept[0].to_vec::<f32>().unwrap(), expected[0].to_vec::<f32>().unwrap());
 
     // a kernel that is not reproducible is caught, and named
     let drifting: Arc<dyn Kernel> = Arc::new(Drifting(AtomicU32::new(0)));
