@@ -18,7 +18,8 @@ usage:
   embed  embeds a JSON list of strings (empty ones allowed) into a JSON list of unit vectors,
          in the same order; progress and timings on stderr. Texts of similar length are batched
          together; each batch is padded to its longest text, or to a multiple of --pad-multiple
-         tokens (fewer distinct shapes, so fewer captures; the embeddings do not change)
+         tokens (fewer distinct shapes, so fewer captures; padding weighs nothing, the embeddings
+         move only by float rounding)
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file. For a Llama-family decoder, the memory of a generation
