@@ -191,9 +191,9 @@ impl SentenceEmbedder {
 
     /// Embeds `batch` on its shape's replay, or, when the shape is new, captures it on this
     /// batch and takes the embeddings of the capture's checked run (a new shape costs the
-    /// eager run and the checked one, no replay after); returns the embeddings (on the model's device), the seconds spent capturing, and the
-    /// memory the plan priced against what creating the executable and running the replay
-    /// allocated on the device.
+    /// eager run and the checked one, no replay after); returns the embeddings (on the model's
+    /// device), the seconds spent capturing, and the memory the plan priced against what
+    /// creating the executable and running the replay allocated on the device.
     pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
         let shape = batch.shape();
         let inputs = batch.inputs();
@@ -217,10 +217,7 @@ impl SentenceEmbedder {
             }
         };
         let (before, held) = (host.reset_high_water(), device.in_use());
-        let outputs = match captured {
-            true => replay.executable().last_outputs(),
-            false => replay.run(&inputs),
-        };
+        let outputs = if captured { replay.executable().last_outputs() } else { replay.run(&inputs) };
         let run_allocated_bytes = match self.device == Device::CPU {
             true => host.high_water().saturating_sub(before),
             false => device.in_use().saturating_sub(held),

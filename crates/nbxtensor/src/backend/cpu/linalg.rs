@@ -233,9 +233,6 @@ fn solve<T: Entry>(spec: &Linalg, launch: &Launch<'_>) -> Result<Vec<Outputs>> {
         (0..out.count() as usize)
             .into_par_iter()
             .map(|index| {
-                if m == 0 {
-                    return Ok(empty_factor(LinalgOp::Solve, m, r));
-                }
                 let ia = broadcast_index(index, &out.batch, &sa.batch);
                 let lu = invertible("solve", index, &matrix(a, ia, m, m))?;
                 let mut x = matrix(b, broadcast_index(index, &out.batch, &sb.batch), m, r);
@@ -308,6 +305,7 @@ pub fn register(table: &mut LaunchTable) {
 
 #[cfg(test)]
 mod tests {
+    use super::identity;
     use crate::kernel::{AttrValue, Attrs};
     use crate::ops::spec::linalg::LINALG_DTYPES;
     use crate::tensor::Tensor;
@@ -331,10 +329,6 @@ mod tests {
     /// The transpose of the row-major `a` (m × n).
     fn t(a: &[f64], m: usize, n: usize) -> Vec<f64> {
         (0..n).flat_map(|j| (0..m).map(move |i| a[i * n + j])).collect()
-    }
-
-    fn identity(n: usize) -> Vec<f64> {
-        (0..n * n).map(|i| if i / n == i % n { 1.0 } else { 0.0 }).collect()
     }
 
     fn close(a: &[f64], b: &[f64], tolerance: f64) {
@@ -522,7 +516,11 @@ mod tests {
                 for op in ["cholesky", "eigh", "eigvalsh", "inv", "det", "slogdet", "qr", "svd", "svdvals"] {
                     let square_only = !matches!(op, "qr" | "svd" | "svdvals");
                     // the reduced SVD here (the full one's U and Vh are identities, below)
-                    let attrs = if op == "svd" { Attrs::new().with("full_matrices", AttrValue::Bool(false)) } else { Attrs::new() };
+                    let attrs = if op == "svd" {
+                        Attrs::new().with("full_matrices", AttrValue::Bool(false))
+                    } else {
+                        Attrs::new()
+                    };
                     let outputs = crate::ops::call(op, &attrs, &[&x]);
                     if square_only && !square {
                         assert!(outputs.unwrap_err().to_string().contains("square"), "{op} {shape:?}");
@@ -538,10 +536,12 @@ mod tests {
                     }
                 }
                 let (m, n) = (shape[0] as usize, shape[1] as usize);
-                let complete = crate::ops::call("qr", &Attrs::new().with("complete", AttrValue::Bool(true)), &[&x]).unwrap();
+                let complete =
+                    crate::ops::call("qr", &Attrs::new().with("complete", AttrValue::Bool(true)), &[&x]).unwrap();
                 let q: Vec<f64> = complete[0].cast(crate::DType::Float64).unwrap().to_vec().unwrap();
                 assert_eq!(q, [identity(m), identity(m)].concat(), "{shape:?}");
-                let full = crate::ops::call("svd", &Attrs::new().with("full_matrices", AttrValue::Bool(true)), &[&x]).unwrap();
+                let full =
+                    crate::ops::call("svd", &Attrs::new().with("full_matrices", AttrValue::Bool(true)), &[&x]).unwrap();
                 let vh: Vec<f64> = full[2].cast(crate::DType::Float64).unwrap().to_vec().unwrap();
                 assert_eq!(vh, [identity(n), identity(n)].concat(), "{shape:?}");
                 // a huge stack of empty matrices: nothing to compute, at once

@@ -80,8 +80,9 @@ pub enum Origin {
 /// stderr: it takes seconds) and cached. A compile error carries NVRTC's log.
 pub fn cubin(source: &KernelSource, arch: &str) -> Result<(Vec<u8>, Origin), KernelError> {
     if let Some(image) = source.shipped_for(arch) {
-        let code = zstd::stream::decode_all(image)
-            .map_err(|e| device_error(format!("{}: the machine code shipped for {arch} is damaged: {e}", source.name)))?;
+        let code = zstd::stream::decode_all(image).map_err(|e| {
+            device_error(format!("{}: the machine code shipped for {arch} is damaged: {e}", source.name))
+        })?;
         return Ok((code, Origin::Shipped));
     }
     let version = nvrtc_version()?;
