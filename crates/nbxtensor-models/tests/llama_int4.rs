@@ -109,7 +109,9 @@ fn dense(p: &Projection) -> Projection {
 fn dequantized_model(quantized: &Llama) -> Llama {
     let mut weights = quantized.weights.clone();
     for layer in &mut weights.layers {
-        for p in [&mut layer.q, &mut layer.k, &mut layer.v, &mut layer.o, &mut layer.gate, &mut layer.up, &mut layer.down] {
+        for p in
+            [&mut layer.q, &mut layer.k, &mut layer.v, &mut layer.o, &mut layer.gate, &mut layer.up, &mut layer.down]
+        {
             *p = dense(p);
         }
         layer.qkv = None;

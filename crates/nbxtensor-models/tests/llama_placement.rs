@@ -119,7 +119,12 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         let (prompt, greedy, want) = reference(name);
         let n = greedy.len();
         // float32: HF's greedy tokens, logits within 1e-3
-        let mut g = generator(name, Placement { device: gpu, dtype: Some(DType::Float32), int4: false }, prompt.len() + n, None);
+        let mut g = generator(
+            name,
+            Placement { device: gpu, dtype: Some(DType::Float32), int4: false },
+            prompt.len() + n,
+            None,
+        );
         let out = g.generate(&prompt, n, false, |_| {}).unwrap();
         let err = relative(&out.prefill_last_logits, &want);
         println!("{name} float32 on cuda: {n} greedy tokens, logits within {err:.2e} of HF");
@@ -127,7 +132,8 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         assert!(err <= 1e-3, "{name}: float32 on cuda {err}");
         // the half dtypes within their tolerance, and their first greedy tokens as the CPU's float32 ones
         for (dtype, tolerance) in [(DType::Bfloat16, 0.03), (DType::Float16, 0.005)] {
-            let mut g = generator(name, Placement { device: gpu, dtype: Some(dtype), int4: false }, prompt.len() + n, None);
+            let mut g =
+                generator(name, Placement { device: gpu, dtype: Some(dtype), int4: false }, prompt.len() + n, None);
             let out = g.generate(&prompt, n, false, |_| {}).unwrap();
             let err = relative(&out.prefill_last_logits, &want);
             let same = out.generated_ids.iter().zip(&greedy).take_while(|(a, b)| a == b).count();

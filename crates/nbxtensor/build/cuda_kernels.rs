@@ -35,8 +35,7 @@ fn shipped_architectures() -> Vec<String> {
                 architectures: Vec<String>,
             }
             let text = std::fs::read_to_string("data/shipped_cuda.yml").expect("data/shipped_cuda.yml is readable");
-            let table: Shipped =
-                serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("data/shipped_cuda.yml: {e}"));
+            let table: Shipped = serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("data/shipped_cuda.yml: {e}"));
             table.architectures
         }
         list => list.split(',').map(|a| a.trim().to_string()).collect(),
@@ -54,7 +53,14 @@ fn shipped_architectures() -> Vec<String> {
 struct Nvrtc {
     _library: libloading::Library,
     version: (i32, i32),
-    create: unsafe extern "C" fn(*mut *mut c_void, *const c_char, *const c_char, c_int, *const *const c_char, *const *const c_char) -> c_int,
+    create: unsafe extern "C" fn(
+        *mut *mut c_void,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> c_int,
     compile: unsafe extern "C" fn(*mut c_void, c_int, *const *const c_char) -> c_int,
     code_size: unsafe extern "C" fn(*mut c_void, *mut usize) -> c_int,
     code: unsafe extern "C" fn(*mut c_void, *mut c_char) -> c_int,
@@ -87,10 +93,10 @@ impl Nvrtc {
             );
         };
         let folder = path.parent().unwrap_or(Path::new("."));
-        let mut builtins: Vec<PathBuf> = std::fs::read_dir(folder)
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        builtins.retain(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc-builtins.so.")));
+        let mut builtins: Vec<PathBuf> =
+            std::fs::read_dir(folder).map(|entries| entries.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+        builtins
+            .retain(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc-builtins.so.")));
         for builtin in builtins {
             // SAFETY: loading NVRTC's builtins runs its initialisers, which have no preconditions.
             let library = unsafe { libloading::Library::new(&builtin) }
@@ -98,8 +104,8 @@ impl Nvrtc {
             std::mem::forget(library); // NVRTC finds it by its soname from now on
         }
         // SAFETY: as above.
-        let library =
-            unsafe { libloading::Library::new(path) }.unwrap_or_else(|e| panic!("{}: could not be loaded: {e}", path.display()));
+        let library = unsafe { libloading::Library::new(path) }
+            .unwrap_or_else(|e| panic!("{}: could not be loaded: {e}", path.display()));
         // SAFETY: each symbol is NVRTC's, with the signature of its header; the library outlives them.
         unsafe {
             fn symbol<T: Copy>(library: &libloading::Library, path: &Path, name: &str) -> T {
@@ -107,11 +113,15 @@ impl Nvrtc {
                 *unsafe { library.get::<T>(name.as_bytes()) }
                     .unwrap_or_else(|e| panic!("{}: no entry point {name}: {e}", path.display()))
             }
-            let version_of: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int = symbol(&library, path, "nvrtcVersion");
+            let version_of: unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int =
+                symbol(&library, path, "nvrtcVersion");
             let (mut major, mut minor) = (0, 0);
             version_of(&mut major, &mut minor);
             if major != 13 {
-                panic!("{}: NVRTC {major}.{minor}; the run time loads NVRTC 13, so the build needs 13 too", path.display());
+                panic!(
+                    "{}: NVRTC {major}.{minor}; the run time loads NVRTC 13, so the build needs 13 too",
+                    path.display()
+                );
             }
             Nvrtc {
                 version: (major, minor),
@@ -137,7 +147,8 @@ impl Nvrtc {
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: every pointer is valid for the call; the program is destroyed below.
         unsafe {
-            let created = (self.create)(&mut handle, text.as_ptr(), c_name.as_ptr(), 0, std::ptr::null(), std::ptr::null());
+            let created =
+                (self.create)(&mut handle, text.as_ptr(), c_name.as_ptr(), 0, std::ptr::null(), std::ptr::null());
             assert_eq!(created, 0, "nvrtcCreateProgram failed for {name}");
             let compiled = (self.compile)(handle, pointers.len() as c_int, pointers.as_ptr());
             let result = if compiled == 0 {
@@ -213,9 +224,8 @@ pub fn generate() {
     println!("cargo:rerun-if-changed=src/backend/cuda/kernel_files.rs");
     println!("cargo:rerun-if-changed=build/cuda_kernels.rs");
     println!("cargo:rerun-if-changed=build/cuda_sources.rs");
-    let read = |file: &str| {
-        std::fs::read_to_string(kernels.join(file)).unwrap_or_else(|e| panic!("kernels/{file}: {e}"))
-    };
+    let read =
+        |file: &str| std::fs::read_to_string(kernels.join(file)).unwrap_or_else(|e| panic!("kernels/{file}: {e}"));
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let folder = out.join("cuda");
     std::fs::create_dir_all(&folder).expect("OUT_DIR is writable");
@@ -233,7 +243,8 @@ pub fn generate() {
     let images = if architectures.is_empty() { Vec::new() } else { ship(&programs, &architectures, &out) };
 
     let mut code = String::from("// Generated by build.rs (build/cuda_kernels.rs) from cuda_sources::SOURCES.\n\n");
-    writeln!(code, "/// The architectures this build carries machine code for (`NBX_SHIP_CUDA`; empty: none).").unwrap();
+    writeln!(code, "/// The architectures this build carries machine code for (`NBX_SHIP_CUDA`; empty: none).")
+        .unwrap();
     writeln!(code, "pub const SHIPPED_ARCHITECTURES: &[&str] = &{architectures:?};\n").unwrap();
     for (s, (parts, _)) in programs.iter().enumerate() {
         writeln!(code, "/// {}", parts.doc).unwrap();
@@ -244,7 +255,12 @@ pub fn generate() {
         for (a, arch) in architectures.iter().enumerate() {
             let path = folder.join(format!("{}.{arch}.zst", parts.name));
             std::fs::write(&path, &images[s][a]).expect("OUT_DIR is writable");
-            writeln!(code, "        Shipped {{ arch: {arch:?}, image: include_bytes!({:?}) }},", path.display().to_string()).unwrap();
+            writeln!(
+                code,
+                "        Shipped {{ arch: {arch:?}, image: include_bytes!({:?}) }},",
+                path.display().to_string()
+            )
+            .unwrap();
         }
         code.push_str("    ],\n};\n\n");
     }

@@ -245,6 +245,10 @@ def logaddexp(a: Operand, b: Operand) -> Tensor:
     """ln(e^a + e^b) without overflow."""
     return _core.binary("logaddexp", a, b)
 
+def silu_mul(a: Operand, b: Operand) -> Tensor:
+    """silu(a) * b computed in one pass and rounded once (the gated MLP of Llama-family models)."""
+    return _core.binary("silu_mul", a, b)
+
 def nextafter(a: Operand, b: Operand) -> Tensor:
     """The next value of the dtype after a toward b."""
     return _core.binary("nextafter", a, b)
@@ -391,6 +395,7 @@ __all__ = [
     "hypot",
     "logaddexp",
     "nextafter",
+    "silu_mul",
     "eq",
     "ne",
     "lt",

@@ -264,9 +264,9 @@ impl Llama {
                 Some(joined) => {
                     let both = joined.apply(&h)?;
                     let i = c.intermediate_size as i64;
-                    both.narrow(-1, 0, i)?.silu()?.mul(&both.narrow(-1, i, i)?)?
+                    both.narrow(-1, 0, i)?.silu_mul(&both.narrow(-1, i, i)?)?
                 }
-                None => project(&h, &layer.gate)?.silu()?.mul(&project(&h, &layer.up)?)?,
+                None => project(&h, &layer.gate)?.silu_mul(&project(&h, &layer.up)?)?,
             };
             pending = Some(project(&fed, &layer.down)?);
         }

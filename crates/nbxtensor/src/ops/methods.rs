@@ -238,6 +238,8 @@ binary_methods! {
     logaddexp => Logaddexp;
     /// The next value of the dtype after `self` toward `other`.
     nextafter => Nextafter;
+    /// `silu(self) · other`, rounded once.
+    silu_mul => SiluMul;
     /// `self == other` (bool).
     eq => Eq;
     /// `self != other` (bool).

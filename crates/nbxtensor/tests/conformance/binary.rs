@@ -145,6 +145,18 @@ fn compare(op: &str, ord: Option<std::cmp::Ordering>) -> Option<bool> {
     })
 }
 
+/// silu(x) rounded to the type the kernels compute `dtype` in (float32 but for float64): the
+/// silu_mul kernels hold silu(a) in it before the product (so silu of the smallest subnormal
+/// is 0 in float32, and 0 times infinity NaN).
+fn silu_in_compute_type(dtype: DType, x: f64) -> f64 {
+    let silu = x / (1.0 + (-x).exp());
+    if dtype == DType::Float64 {
+        silu
+    } else {
+        silu as f32 as f64
+    }
+}
+
 /// The reference of `op` on one pair of elements of `dtype` (`None`: not taken).
 pub fn reference(op: &str, dtype: DType, a: Elem, b: Elem) -> Option<Elem> {
     match (a, b) {
@@ -166,6 +178,7 @@ pub fn reference(op: &str, dtype: DType, a: Elem, b: Elem) -> Option<Elem> {
                 "copysign" => x.copysign(y),
                 "hypot" => x.hypot(y),
                 "logaddexp" => logaddexp(x, y),
+                "silu_mul" => silu_in_compute_type(dtype, x) * y,
                 "nextafter" => next_after(format(dtype)?, x, y),
                 _ => return None,
             }))
@@ -246,6 +259,10 @@ fn tolerance(op: &str, dtype: DType, a: f64, b: f64) -> Tol {
         "pow" | "atan2" | "hypot" if wide => Tol::ulps(2.0),
         "pow" | "atan2" | "hypot" => Tol::ulps(4.0),
         "logaddexp" => Tol::with_abs(4.0, 4.0 * eps * a.abs().max(b.abs())),
+        // exp (1–2 ulp), the division and the product each rounded; for a far below 0, e^a is
+        // subnormal in the compute type, and silu(a) = a·e^a/(1 + e^a) off by |a| times half its
+        // spacing (|a| < 2^7 there; 2^10 in float64), times |b|
+        "silu_mul" => Tol::with_abs(4.0, b.abs() * if wide { pow2(-1064) } else { pow2(-143) }),
         "copysign" | "nextafter" => Tol::EXACT,
         _ => Tol::EXACT_VALUE,
     }

@@ -95,6 +95,38 @@ fn matmul_and_linear_match_the_cpu_and_float64() {
     assert_eq!(cost.workspace, MATMUL_WORKSPACE_BYTES);
 }
 
+/// The kernels that read a constant input before they await their inputs (the one-row GEMV's
+/// weight, a norm's weight) wait when the op just before wrote it: the weights here are made
+/// by a `mul` queued right before, into memory that held zeros a moment before.
+#[test]
+fn weights_written_by_the_previous_op_are_read_after_it() {
+    let Some(device) = gpu("weights_written_by_the_previous_op_are_read_after_it") else { return };
+    let mut draw = Draw::new(23);
+    let (n, k) = (4096i64, 4096i64);
+    let dtype = DType::Bfloat16;
+    let x = host(&draw.uniform(k as usize, -1.0, 1.0), &[1, k], dtype);
+    let w0 = host(&draw.uniform((n * k) as usize, -1.0, 1.0), &[n, k], dtype);
+    let g0 = host(&draw.uniform(k as usize, 0.5, 1.5), &[k], dtype);
+    let two = host(&[2.0], &[], dtype);
+    let call = |op: &str, inputs: &[&Tensor]| ops::call(op, &Attrs::new(), inputs).unwrap().remove(0);
+    let (w2, g2) = (call("mul", &[&w0, &two]), call("mul", &[&g0, &two]));
+    let want_linear = values(&call("linear", &[&x, &w2]));
+    let eps = Attrs::new().with("eps", AttrValue::Float(1e-5));
+    let want_norm = values(&ops::call("add_rms_norm", &eps, &[&x, &x, &g2]).unwrap()[1]);
+    let on = |t: &Tensor| t.to(device).unwrap();
+    let (xd, w0d, g0d, twod, zero) = (on(&x), on(&w0), on(&g0), on(&two), on(&host(&[0.0], &[], dtype)));
+    for round in 0..4 {
+        // blocks of the weights' sizes filled with zeros and freed: the pool hands them to the mul
+        drop((call("mul", &[&w0d, &zero]), call("mul", &[&g0d, &zero])));
+        let w = call("mul", &[&w0d, &twod]);
+        let got = values(&call("linear", &[&xd, &w]));
+        assert_close(&format!("round {round}: linear of a weight the previous op wrote"), &got, &want_linear, 2e-2);
+        let g = call("mul", &[&g0d, &twod]);
+        let got = values(&ops::call("add_rms_norm", &eps, &[&xd, &xd, &g]).unwrap()[1]);
+        assert_close(&format!("round {round}: add_rms_norm of a weight the previous op wrote"), &got, &want_norm, 2e-2);
+    }
+}
+
 fn block(inputs: &[Tensor]) -> Result<Vec<Tensor>, ProgramError> {
     let (x, w1, w2) = (&inputs[0], &inputs[1], &inputs[2]);
     let h = ops::call("linear", &Attrs::new(), &[x, w1])?.remove(0);

@@ -93,6 +93,15 @@ fn logaddexp<R: Real>(a: R, b: R) -> R {
     }
 }
 
+/// `silu(a) · b` with e = e^-|a| ≤ 1, so that nothing overflows: `a / (1 + e)` for a ≥ 0,
+/// `a · e / (1 + e)` below (a subnormal e^a where `a / (1 + e^-a)` would give 0).
+#[inline(always)]
+fn silu_mul<R: Real>(a: R, b: R) -> R {
+    let e = (-a.abs()).exp();
+    let silu = if a >= R::ZERO { a / (R::ONE + e) } else { a * e / (R::ONE + e) };
+    silu * b
+}
+
 /// The next value of a stored float type after `self` toward `toward`, by its bit patterns.
 trait NextAfter: Stored {
     fn next_after(self, toward: Self) -> Self;
@@ -149,6 +158,7 @@ fn run_float<T: Stored + NextAfter>(spec: &Binary, launch: &Launch<'_>) -> Resul
         BinaryOp::Copysign => with!(|p: T::Compute, q| p.copysign(q)),
         BinaryOp::Hypot => with!(|p: T::Compute, q| p.hypot(q)),
         BinaryOp::Logaddexp => with!(logaddexp::<T::Compute>),
+        BinaryOp::SiluMul => with!(silu_mul::<T::Compute>),
         BinaryOp::Nextafter => zip2(a, b, shape, out, |p: T, q: T| p.next_after(q)),
         other => Err(KernelError::Invalid(format!("{}: no float loop", other.name()))),
     }

@@ -14,10 +14,10 @@ use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::cast::Cast;
 
+pub use super::source::CAST_FROM_BOOL as FROM_BOOL;
 pub use super::source::CAST_FROM_FLOATS as FROM_FLOATS;
 pub use super::source::CAST_FROM_SIGNED as FROM_SIGNED;
 pub use super::source::CAST_FROM_UNSIGNED as FROM_UNSIGNED;
-pub use super::source::CAST_FROM_BOOL as FROM_BOOL;
 
 /// Each dtype served, and the source holding the casts from it.
 static DTYPES: [(DType, &KernelSource); 12] = [

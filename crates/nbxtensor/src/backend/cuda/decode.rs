@@ -6,7 +6,7 @@
 //! row group, batch) reads each key and value row once for all the query rows of its head group
 //! and writes a partial (max, sum, weighted values) per row to the workspace; a second kernel
 //! combines them in order. The splits depend on the shapes alone ([`plan`]: about
-//! [`TARGET_BLOCKS`] blocks, at least [`MIN_CHUNK`] keys each), never on the length, which the
+//! [`TARGET_BLOCKS`] blocks, at least one loop step's keys each), never on the length, which the
 //! kernel reads from the device: one graph serves every step. The workspace is declared for
 //! exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
 //!
@@ -28,8 +28,11 @@ pub use super::source::DECODE as SOURCE;
 /// Threads of a split block (`NBX_DEC_THREADS`) and of a combine block (`NBX_COMBINE_THREADS`).
 const THREADS: u32 = 128;
 const COMBINE_THREADS: u32 = 256;
-/// The fewest keys one split takes.
-pub const MIN_CHUNK: i64 = 64;
+/// Key rows a split block takes per step of its loop, times the threads a key row takes
+/// (`NBX_DEC_THREADS · NBX_DEC_STEPS`): a split takes a multiple of `KEY_STEP / threads_per_key`
+/// keys, at least one step's (short caches are cut into one-step splits: their time is the
+/// loads' latency, not their bytes).
+const KEY_STEP: i64 = 128 * 2;
 /// The blocks a launch aims at (the splits fill the device at every batch and head count; 512
 /// measured faster than 1024 at 8K to 128K keys on an H200, docs/BENCHMARKS.md).
 pub const TARGET_BLOCKS: i64 = 512;
@@ -67,11 +70,12 @@ pub fn plan(z: &AttentionShape) -> Result<Cut> {
     let rows_per_block = if rows <= 4 { 4 } else { 8 };
     let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
     let t = z.sk as i64;
+    let step = KEY_STEP / threads_per_key;
     let per_split = (z.b * z.hk) as i64 * row_groups;
     let most = (TARGET_BLOCKS / per_split.max(1)).max(1);
-    let wanted = ((t + MIN_CHUNK - 1) / MIN_CHUNK).clamp(1, most);
-    let chunk = ((t + wanted - 1) / wanted + MIN_CHUNK - 1) / MIN_CHUNK * MIN_CHUNK;
-    let chunk = chunk.max(MIN_CHUNK);
+    let wanted = ((t + step - 1) / step).clamp(1, most);
+    let chunk = ((t + wanted - 1) / wanted + step - 1) / step * step;
+    let chunk = chunk.max(step);
     let splits = ((t + chunk - 1) / chunk).max(1);
     Ok(Cut { threads_per_key, rows_per_block, row_groups, splits, chunk })
 }
@@ -259,7 +263,9 @@ mod tests {
     #[test]
     fn the_splits_fill_the_device_and_cover_the_cache() {
         // one query of 32 heads over 8 cache heads: 4 rows a block, 64 splits at most
-        for (t, splits, chunk) in [(1024, 16, 64), (8192, 64, 128), (32768, 64, 512), (131072, 64, 2048), (100, 2, 64)]
+        // (16 keys a step: a short cache takes one step a split)
+        for (t, splits, chunk) in
+            [(512, 32, 16), (1024, 64, 16), (8192, 64, 128), (32768, 64, 512), (131072, 64, 2048), (100, 7, 16)]
         {
             let cut = plan(&shape(1, 32, 8, 1, t, 128)).unwrap();
             assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups), (16, 4, 1));

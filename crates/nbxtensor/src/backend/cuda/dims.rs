@@ -114,3 +114,32 @@ pub fn row_plan(n: i64, itemsize: usize, vector: bool) -> Option<RowPlan> {
     let per_thread = ROW_CHUNKS.iter().copied().find(|&c| c <= most && i64::from(group * c) >= chunks)?;
     Some(RowPlan { group, chunks: per_thread, vector, block: group.max(128) })
 }
+
+impl RowPlan {
+    /// The plan for `rows` rows on a device of `multiprocessors`: as planned where the rows'
+    /// blocks fill the device; else (a decode step's one row) each row over up to
+    /// [`ROW_GROUP_MAX`] threads holding as few chunks each as cover it, so that a row's
+    /// loads and sums are spread over more threads.
+    ///
+    /// ```
+    /// use nbxtensor::backend::cuda::row_plan;
+    /// // one row of 4096 bfloat16 values: 512 threads of one 16-byte chunk
+    /// let plan = row_plan(4096, 2, true).unwrap().for_rows(1, 132);
+    /// assert_eq!((plan.group, plan.chunks, plan.block), (512, 1, 512));
+    /// // 4096 rows fill the device: as planned
+    /// assert_eq!(row_plan(4096, 2, true).unwrap().for_rows(4096, 132).group, 128);
+    /// ```
+    pub fn for_rows(self, rows: i64, multiprocessors: u32) -> RowPlan {
+        let blocks = (rows.max(0) + i64::from(self.block / self.group) - 1) / i64::from(self.block / self.group);
+        if blocks >= i64::from(multiprocessors) {
+            return self;
+        }
+        let mut plan = self;
+        // the group doubled, the chunks a thread halved: the row's chunks stay covered
+        while plan.chunks > 1 && plan.group < ROW_GROUP_MAX {
+            plan.group *= 2;
+            plan.chunks /= 2;
+        }
+        RowPlan { block: plan.group.max(128), ..plan }
+    }
+}

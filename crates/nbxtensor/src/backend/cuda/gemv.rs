@@ -6,7 +6,7 @@
 //! a multiple of 8; any other call goes to cuBLASLt (`blas.rs`), which serves every case.
 
 use super::dims::{aligned16, grid_extent};
-use super::{device_ptr, function, Args};
+use super::{device_ptr, function, recent, Args};
 use crate::dtype::DType;
 use crate::kernel::{Launch, Result};
 use crate::ops::spec::matmul::Product;
@@ -37,7 +37,10 @@ pub fn linear(spec: &Product, launch: &Launch<'_>) -> Result<bool> {
     }
     let f = function(y.device(), &SOURCE, format_args!("gemv_{}_{rows}", spec.dtype.launch_key()))?;
     let mut args = Args::new();
+    // the weight read before the inputs are awaited when the previous op cannot have written it
+    let early = recent::untouched_by_previous_op(f.context().stream_handle(), w);
     args.ptr(device_ptr(x)).ptr(device_ptr(w)).ptr(bias.map_or(0, device_ptr)).ptr(device_ptr(y)).i64(n).i64(k);
+    args.i32(i32::from(early));
     let blocks = grid_extent("linear", n, i64::from(WARPS), i32::MAX as u32)?;
     f.launch([blocks, 1, 1], [WARPS * 32, 1, 1], 0, &mut args)?;
     Ok(true)

@@ -3,6 +3,7 @@
 
 use super::launch::device_context;
 use super::memory::{check, CudaContext};
+use super::recent;
 use crate::kernel::{KernelError, Result};
 use crate::memory::Device;
 use cudarc::driver::sys;
@@ -37,7 +38,9 @@ impl CudaGraph {
                     },
                     "cuStreamBeginCapture_v2",
                 )?;
+                recent::forget(stream as u64);
                 queued = queue();
+                recent::forget(stream as u64);
                 let mut graph: sys::CUgraph = std::ptr::null_mut();
                 // SAFETY: the stream is capturing (begun above); ending it always, even after a failure.
                 check(unsafe { sys::cuStreamEndCapture(stream, &mut graph) }, "cuStreamEndCapture")?;
@@ -72,9 +75,11 @@ impl CudaGraph {
     /// Queues one replay of the graph on its device's stream.
     pub fn launch(&self) -> Result<()> {
         self.context.bind().map_err(KernelError::Device)?;
+        let stream = self.context.stream();
+        // what the replay writes is not noted op by op
+        recent::note_everything(stream as u64);
         // SAFETY: the executable graph belongs to this context.
-        check(unsafe { sys::cuGraphLaunch(self.exec, self.context.stream()) }, "cuGraphLaunch")
-            .map_err(KernelError::Device)
+        check(unsafe { sys::cuGraphLaunch(self.exec, stream) }, "cuGraphLaunch").map_err(KernelError::Device)
     }
 
     /// Waits until every queued replay has run.

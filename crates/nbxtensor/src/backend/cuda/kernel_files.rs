@@ -15,7 +15,12 @@ pub fn program_text(prelude: &str, name: &str, text: &str) -> String {
 
 /// The key machine code is kept under: everything it depends on, the compiler's version first.
 pub fn cache_key(version: (i32, i32), arch: &str, name: &str, prelude: &str, text: &str) -> String {
-    format!("nvrtc {}.{}\narch {arch}\noptions {}\nsource {name}\n{prelude}\n{text}", version.0, version.1, OPTIONS.join(" "))
+    format!(
+        "nvrtc {}.{}\narch {arch}\noptions {}\nsource {name}\n{prelude}\n{text}",
+        version.0,
+        version.1,
+        OPTIONS.join(" ")
+    )
 }
 
 /// FNV-1a, 64 bits: names a cache file (the file itself holds the whole key).

@@ -33,6 +33,7 @@ pub mod memory;
 mod norm;
 mod quant;
 mod random;
+mod recent;
 mod reduce;
 mod rope;
 mod sample;
@@ -45,13 +46,15 @@ mod unary;
 
 pub use blas::WORKSPACE_BYTES as MATMUL_WORKSPACE_BYTES;
 pub use compile::{compile, cubin, nvrtc_version, Origin};
-pub use kernel_files::OPTIONS;
 pub use dims::{
     aligned16, grid_extent, merged, merged_layout, row_plan, RowPlan, ROW_CHUNKS, ROW_ELEMENTS, ROW_GROUP_MAX,
 };
 pub use graph::CudaGraph;
 pub use grid::{elementwise_grid, THREADS};
-pub use launch::{device_context, device_ptr, function, overlapped_launches, set_overlapped_launches, Args, CudaFunction};
+pub use kernel_files::OPTIONS;
+pub use launch::{
+    device_context, device_ptr, function, overlapped_launches, set_overlapped_launches, Args, CudaFunction,
+};
 pub use random::{random_uniform_f32, random_words};
 pub use source::{KernelSource, Layout, Shipped, MAX_DIMS, PRELUDE, SHIPPED_ARCHITECTURES};
 
@@ -134,10 +137,20 @@ fn register<S: Spec>(
     dtypes: &[DType],
     run: fn(&S, Launch<'_>) -> Result<()>,
 ) {
-    table.register(op, dtypes, move |spec: &S, launch: Launch<'_>| {
-        on_cuda(spec.op(), &launch)?;
-        run(spec, launch)
-    });
+    table.register(op, dtypes, move |spec: &S, launch: Launch<'_>| noting(spec, launch, run));
+}
+
+/// Runs an op's launch on CUDA and notes what it may have written (`recent.rs`), whether it
+/// succeeded or not.
+fn noting<S: Spec>(spec: &S, launch: Launch<'_>, run: fn(&S, Launch<'_>) -> Result<()>) -> Result<()> {
+    on_cuda(spec.op(), &launch)?;
+    let (inputs, outputs) = (launch.inputs, launch.outputs);
+    let workspace = (launch.workspace.device_ptr(), launch.workspace.len());
+    let result = run(spec, launch);
+    if let Some(Ok(context)) = outputs.first().or(inputs.first()).map(|t| device_context(t.device())) {
+        recent::note_op(context.stream_handle(), &[inputs, outputs], workspace);
+    }
+    result
 }
 
 /// As [`register`], with the device's own workspace for the op.
@@ -148,10 +161,7 @@ fn register_with_workspace<S: Spec>(
     run: fn(&S, Launch<'_>) -> Result<()>,
     workspace: fn(&S, &[TensorMeta]) -> Result<u64>,
 ) {
-    let launch = move |spec: &S, launch: Launch<'_>| {
-        on_cuda(spec.op(), &launch)?;
-        run(spec, launch)
-    };
+    let launch = move |spec: &S, launch: Launch<'_>| noting(spec, launch, run);
     table.register_with_workspace(op, dtypes, launch, workspace);
 }
 
@@ -319,7 +329,8 @@ mod tests {
     /// not, the test says so and passes).
     #[test]
     fn every_source_compiles() {
-        let missing: Vec<&str> = ["sm_90", "sm_80"].into_iter().filter(|a| !SHIPPED_ARCHITECTURES.contains(a)).collect();
+        let missing: Vec<&str> =
+            ["sm_90", "sm_80"].into_iter().filter(|a| !SHIPPED_ARCHITECTURES.contains(a)).collect();
         if missing.is_empty() {
             eprintln!("sm_90 and sm_80 are shipped by this build");
             return;

@@ -3,11 +3,11 @@
 //! extent, the attribute `eps`; add_rms_norm's sum rounded as `add` rounds it and normalized
 //! in rms_norm's pattern, so both outputs are bit for bit those of `add` then `rms_norm`), on
 //! float32, float16 and bfloat16. Contiguous rows that fit in registers
-//! take one pass (16-byte accesses where aligned); other layouts and longer rows read the row
-//! once per statistic.
+//! take one pass (16-byte accesses where aligned; a few rows, as a decode step's, spread over
+//! up to 512 threads each); other layouts and longer rows read the row once per statistic.
 
 use super::dims::{aligned16, grid_extent, merged_layout, row_plan};
-use super::{device_ptr, function, register, Args};
+use super::{device_context, device_ptr, function, recent, register, Args};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::rows::Norm;
@@ -49,10 +49,14 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
         let pointers = [device_ptr(x), r, device_ptr(weight), bias, sum, device_ptr(y), n as u64 * itemsize as u64];
         let vector = aligned16(&pointers);
         if let Some(plan) = row_plan(n, itemsize, vector) {
+            let context = device_context(device)?;
+            let plan = plan.for_rows(rows, context.info().multiprocessors);
             let vec = if vector { "_vec" } else { "" };
             let f = function(device, &SOURCE, format_args!("norm_{op}_{dt}_{}{vec}", plan.chunks))?;
+            // the weight read before the inputs are awaited when the previous op cannot have written it
+            let early = recent::untouched_by_previous_op(context.stream_handle(), weight);
             args.ptr(device_ptr(x)).ptr(r).ptr(device_ptr(weight)).ptr(bias).ptr(sum).ptr(device_ptr(y));
-            args.i64(rows).i64(n).f32(eps).i32(plan.group as i32);
+            args.i64(rows).i64(n).f32(eps).i32(plan.group as i32).i32(i32::from(early));
             let blocks = grid_extent(op, rows, i64::from(plan.block / plan.group), i32::MAX as u32)?;
             return f.launch([blocks, 1, 1], [plan.block, 1, 1], 0, &mut args);
         }

@@ -8,8 +8,10 @@
 //!   Array API's special cases); an integer divided by zero gives 0 for both (numpy); pow on
 //!   the integers wraps, and a negative exponent gives the truncation of `1 / x^-n` (0 but for
 //!   the bases 1 and -1).
-//! - On the floats only: div (true division), atan2, copysign, hypot, logaddexp and nextafter
-//!   (the next value of the stored dtype, so float16 and bfloat16 step by their own ulp).
+//! - On the floats only: div (true division), atan2, copysign, hypot, logaddexp, nextafter
+//!   (the next value of the stored dtype, so float16 and bfloat16 step by their own ulp) and
+//!   silu_mul (`a · sigmoid(a) · b` computed in one pass and rounded once, where silu then mul
+//!   round twice).
 //! - Comparisons (eq, ne, lt, le, gt, ge) on every real number dtype and bool, to bool; NaN is
 //!   unequal to everything.
 //! - On complex64 and complex128: add, sub, mul (numpy's product of four real products), div
@@ -87,6 +89,8 @@ pub enum BinaryOp {
     Logaddexp,
     /// The next value of the dtype after `a` toward `b`.
     Nextafter,
+    /// `silu(a) · b` (`a · sigmoid(a) · b`), rounded once: a gated MLP's two halves in one pass.
+    SiluMul,
     /// `a == b`.
     Eq,
     /// `a != b`.
@@ -118,7 +122,7 @@ pub enum BinaryOp {
 }
 
 /// Each op: its name, the dtypes it takes, and what it computes.
-const OPS: [(BinaryOp, &str, Takes, &str); 28] = [
+const OPS: [(BinaryOp, &str, Takes, &str); 29] = [
     (BinaryOp::Add, "add", Takes::Arithmetic, "a + b, broadcast (integers wrap)"),
     (BinaryOp::Sub, "sub", Takes::Arithmetic, "a - b, broadcast (integers wrap)"),
     (BinaryOp::Mul, "mul", Takes::Arithmetic, "a * b, broadcast (integers wrap)"),
@@ -138,6 +142,7 @@ const OPS: [(BinaryOp, &str, Takes, &str); 28] = [
     (BinaryOp::Hypot, "hypot", Takes::Floats, "sqrt(a² + b²) without overflow"),
     (BinaryOp::Logaddexp, "logaddexp", Takes::Floats, "ln(e^a + e^b) without overflow"),
     (BinaryOp::Nextafter, "nextafter", Takes::Floats, "the next value of the dtype after a toward b"),
+    (BinaryOp::SiluMul, "silu_mul", Takes::Floats, "silu(a) * b, rounded once (a gated MLP's product)"),
     (BinaryOp::Eq, "eq", Takes::EveryNumber, "a == b, as bool"),
     (BinaryOp::Ne, "ne", Takes::EveryNumber, "a != b, as bool (true where either is NaN)"),
     (BinaryOp::Lt, "lt", Takes::Everything, "a < b, as bool"),

@@ -74,6 +74,12 @@ __device__ __forceinline__ float nbx_logaddexp(float a, float b) {
 #define NBX_OP_copysign(p, q) copysignf(p, q)
 #define NBX_OP_hypot(p, q) hypotf(p, q)
 #define NBX_OP_logaddexp(p, q) nbx_logaddexp(p, q)
+// silu(a) · b with e = e^-|a| ≤ 1 (nothing overflows): a / (1 + e) for a ≥ 0, a·e / (1 + e) below
+__device__ __forceinline__ float nbx_silu_mul(float a, float b) {
+    float e = expf(-fabsf(a));
+    return (a >= 0.0f ? a : a * e) / (1.0f + e) * b;
+}
+#define NBX_OP_silu_mul(p, q) nbx_silu_mul(p, q)
 
 // nextafter steps the stored bits: the kernels load and store the raw elements
 template <typename S>
@@ -257,6 +263,7 @@ NBX_BINARY_ALL(atan2)
 NBX_BINARY_ALL(copysign)
 NBX_BINARY_ALL(hypot)
 NBX_BINARY_ALL(logaddexp)
+NBX_BINARY_ALL(silu_mul)
 NBX_BINARY(nextafter, fp32, F32, NBX_NEXT_fp32)
 NBX_BINARY(nextafter, fp16, NbxRaw<F16>, NBX_NEXT_fp16)
 NBX_BINARY(nextafter, bf16, NbxRaw<BF16>, NBX_NEXT_bf16)

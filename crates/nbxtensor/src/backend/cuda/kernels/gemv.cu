@@ -2,11 +2,12 @@
 // float32 accumulation, for M rows of x (a decode step's products; instantiated for M = 1, where
 // it was measured faster than cuBLASLt: gemv.rs), where the weight's bytes
 // are the whole cost. One warp per output column j: its lanes stream w's row j in 16-byte chunks
-// (4 in flight a lane, read once, not kept in L1, the first 4 before the inputs are awaited),
+// (4 in flight a lane, read once, not kept in L1; the first 4 before the inputs are awaited
+// when the host says the previous op cannot have written w: recent.rs),
 // each chunk against the same chunk of every row of x (L1-resident), then a butterfly sum; the
 // order of additions depends on k only.
 //
-// Functions: gemv_<dt>_<M>(const T* x, const T* w, const T* bias, T* y, i64 n, i64 k)
+// Functions: gemv_<dt>_<M>(const T* x, const T* w, const T* bias, T* y, i64 n, i64 k, int early)
 //   x and w contiguous and 16-byte aligned, k a multiple of 8, bias null or [n] contiguous;
 //   blocks of GEMV_WARPS warps, one column each.
 
@@ -46,7 +47,6 @@ struct GemvStream {
         chunks = k / 8;
         c = threadIdx.x % 32;
         whole = j < n;
-        next();
     }
     // Loads the next GEMV_UNROLL chunks, where the row holds them all.
     __device__ __forceinline__ void next() {
@@ -91,13 +91,16 @@ __device__ __forceinline__ void gemv_rows(const typename S::T* x, GemvStream<S>&
     }
 }
 
-// The weight is no kernel's output: its first chunks are loaded before the inputs are awaited,
-// so under a programmatic launch the weight stream starts while the previous kernel ends.
+// `early`: the previous op cannot have written w, so its first chunks are loaded before the
+// inputs are awaited and, under a programmatic launch, the weight stream starts while the
+// previous kernel ends.
 #define NBX_GEMV(dt, S, M)                                                                                    \
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32)                                            \
-        gemv_##dt##_##M(const S::T* x, const S::T* w, const S::T* bias, S::T* y, i64 n, i64 k) {              \
+        gemv_##dt##_##M(const S::T* x, const S::T* w, const S::T* bias, S::T* y, i64 n, i64 k, int early) {   \
         GemvStream<S> stream(w, n, k);                                                                        \
+        if (early) stream.next();                                                                             \
         nbx_await_inputs();                                                                                   \
+        if (!early) stream.next();                                                                            \
         gemv_rows<S, M>(x, stream, bias, y, n);                                                               \
     }
 NBX_GEMV(fp16, F16, 1)

@@ -13,10 +13,11 @@
 // Functions (op: layer_norm, rms_norm or add_rms_norm; only layer_norm reads b, only
 // add_rms_norm reads r and writes sum: the others are passed null there):
 //   norm_<op>_<dt>_<CH>[_vec](const T* x, const T* r, const T* w, const T* b, T* sum, T* y,
-//                             i64 rows, i64 n, float eps, int group)
+//                             i64 rows, i64 n, float eps, int group, int early)
 //     contiguous rows (and weights) held in registers, one pass over memory: `group` threads
 //     per row (32 up to 512), CH chunks each (16 bytes with _vec, else one element; at most 32
-//     elements a thread).
+//     elements a thread); a weight of at most 32 bytes a thread is loaded first, before the
+//     inputs are awaited when `early`.
 //   norm_<op>_<dt>_looped(const T* x, Layout rows_at, i64 x_stride, const T* r, Layout r_rows_at,
 //                         i64 r_stride, const T* w, i64 w_stride, const T* b, i64 b_stride,
 //                         T* sum, T* y, i64 rows, i64 n, float eps, int group)
@@ -39,10 +40,37 @@ __device__ __forceinline__ float norm_group_sum(float v, int group, float* scrat
     return r;
 }
 
+// The weight's chunks of a thread, held from the kernel's start where they take at most 32
+// bytes (HOLDS), so that their load can come before the inputs are awaited; else loaded where
+// they are used.
+template <typename S, int V, int CH>
+struct NormWeight {
+    static constexpr bool HOLDS = CH * V * sizeof(typename S::T) <= 32;
+    RowChunk<S, V> c[HOLDS ? CH : 1];
+
+    __device__ __forceinline__ void load(const typename S::T* w, i64 n, int group) {
+        if constexpr (HOLDS) {
+            int lane = threadIdx.x % group;
+#pragma unroll
+            for (int k = 0; k < CH; ++k) {
+                i64 at = ((i64)k * group + lane) * V;
+                if (at < n) c[k].load(w + at);
+            }
+        }
+    }
+    // Chunk k of the thread (at element `at` of the row).
+    __device__ __forceinline__ RowChunk<S, V> get(const typename S::T* w, int k, i64 at) const {
+        if constexpr (HOLDS) return c[k];
+        RowChunk<S, V> loaded;
+        loaded.load(w + at);
+        return loaded;
+    }
+};
+
 template <typename S, int V, int CH, bool LAYER, bool ADD>
 __device__ void norm_rows(const typename S::T* x, const typename S::T* r, const typename S::T* w,
-                          const typename S::T* b, typename S::T* sum_out, typename S::T* y, i64 rows, i64 n,
-                          float eps, int group) {
+                          const NormWeight<S, V, CH>& held, const typename S::T* b, typename S::T* sum_out,
+                          typename S::T* y, i64 rows, i64 n, float eps, int group) {
     __shared__ float scratch[32];
     int lane = threadIdx.x % group;
     i64 row = (i64)blockIdx.x * (blockDim.x / group) + threadIdx.x / group;
@@ -90,8 +118,7 @@ __device__ void norm_rows(const typename S::T* x, const typename S::T* r, const 
     for (int c = 0; c < CH; ++c) {
         i64 at = ((i64)c * group + lane) * V;
         if (active && at < n) {
-            RowChunk<S, V> weight, bias;
-            weight.load(w + at);
+            RowChunk<S, V> weight = held.get(w, c, at), bias;
             if (LAYER) bias.load(b + at);
             float out[V];
 #pragma unroll
@@ -148,12 +175,17 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
 }
 
 // One one-pass kernel: CH chunks a thread, of 16 bytes (VEC = _vec) or of one element.
+// `early`: the previous op cannot have written w (recent.rs), so a held weight is loaded before
+// the inputs are awaited.
 #define NBX_NORM_ROWS(op, LAYER, ADD, dt, S, CH, VEC, BOUND)                                                  \
     extern "C" __global__ void BOUND norm_##op##_##dt##_##CH##VEC(const S::T* x, const S::T* r, const S::T* w, \
                                                                  const S::T* b, S::T* sum, S::T* y, i64 rows,  \
-                                                                 i64 n, float eps, int group) {                \
+                                                                 i64 n, float eps, int group, int early) {     \
+        NormWeight<S, NBX_CHUNK##VEC(S), CH> held;                                                            \
+        if (early) held.load(w, n, group);                                                                     \
         nbx_await_inputs();                                                                                    \
-        norm_rows<S, NBX_CHUNK##VEC(S), CH, LAYER, ADD>(x, r, w, b, sum, y, rows, n, eps, group);              \
+        if (!early) held.load(w, n, group);                                                                    \
+        norm_rows<S, NBX_CHUNK##VEC(S), CH, LAYER, ADD>(x, r, w, held, b, sum, y, rows, n, eps, group);        \
     }
 
 // The kernels of an op and dtype: the one-pass kernels of 1 to 8 one-element chunks a thread
