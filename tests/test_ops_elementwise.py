@@ -93,6 +93,7 @@ BINARY = {
     "pow": np.power,
     "maximum": np.maximum,
     "minimum": np.minimum,
+    "silu_mul": lambda a, b: a / (1.0 + np.exp(-a)) * b,
 }
 
 
