@@ -21,22 +21,30 @@ pub fn numel(shape: &[i64]) -> Result<i64, ShapeError> {
 
 /// The strides of the row-major (C-contiguous) layout of `shape`, in elements.
 ///
-/// A 0 dim counts as 1 in the strides of the dims before it, as ATen and numpy do.
+/// A 0 dim counts as 1 in the strides of the dims before it, as ATen and numpy do. A tensor
+/// with no elements addresses no byte, so where that product passes `i64` its strides are 0
+/// from that axis on (the layout stays valid) instead of an overflow.
 ///
 /// ```
 /// use nbxtensor::shape::contiguous_strides;
 /// assert_eq!(contiguous_strides(&[2, 3, 4])?, vec![12, 4, 1]);
 /// assert_eq!(contiguous_strides(&[2, 0, 3])?, vec![3, 3, 1]);
 /// assert_eq!(contiguous_strides(&[])?, Vec::<i64>::new());
+/// assert_eq!(contiguous_strides(&[2, 0, 1 << 32, 1 << 32])?, vec![0, 0, 1 << 32, 1]);
+/// assert!(contiguous_strides(&[2, 1 << 32, 1 << 32]).is_err());
 /// # Ok::<(), nbxtensor::shape::ShapeError>(())
 /// ```
 pub fn contiguous_strides(shape: &[i64]) -> Result<Vec<i64>, ShapeError> {
-    checked_numel(shape)?;
+    let empty = checked_numel(shape)? == 0;
     let mut strides = vec![1i64; shape.len()];
     for axis in (0..shape.len().saturating_sub(1)).rev() {
-        strides[axis] = strides[axis + 1].checked_mul(shape[axis + 1].max(1)).ok_or_else(|| ShapeError::Overflow {
-            what: format!("the stride of axis {axis} of {}", tuple_text(shape)),
-        })?;
+        strides[axis] = match strides[axis + 1].checked_mul(shape[axis + 1].max(1)) {
+            Some(stride) => stride,
+            None if empty => 0,
+            None => {
+                return Err(ShapeError::Overflow { what: format!("the stride of axis {axis} of {}", tuple_text(shape)) })
+            }
+        };
     }
     Ok(strides)
 }

@@ -453,6 +453,22 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_capsule_whose_contiguous_strides_pass_i64_is_accepted() {
+        // found by the dlpack_import fuzz target (seed `empty_with_strides_past_i64`): no
+        // strides, a 0 dim, and the other dims' product past 2^63: row-major strides, which
+        // count the 0 dim as 1, overflowed, so a capsule of no element was refused
+        let mut buffer = [0.0f32; 1];
+        let data = buffer.as_mut_ptr().cast::<c_void>();
+        let mut shape = [3i64, 0, 1 << 32, 1 << 32];
+        let mut m = managed_with(4, &mut shape, std::ptr::null_mut(), 0, data);
+        let t = unsafe { import_versioned(&mut m) }.unwrap();
+        assert_eq!(t.shape(), &[3, 0, 1 << 32, 1 << 32]);
+        assert_eq!(t.numel(), 0);
+        assert_eq!(t.strides(), &[0, 0, 1 << 32, 1]);
+        assert!(t.to_vec::<f32>().unwrap().is_empty());
+    }
+
+    #[test]
     fn an_export_imports_back_as_the_same_elements_without_a_copy() {
         let t = Tensor::from_vec((0..12).map(|x| x as i32).collect(), &[3, 4])
             .unwrap()
