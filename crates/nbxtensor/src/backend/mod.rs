@@ -8,6 +8,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod wgpu;
 mod device;
 mod launches;
 mod peaks;
@@ -24,12 +25,14 @@ pub fn of(device: Device) -> &'static dyn Backend {
     match device.kind {
         DeviceKind::Cpu => cpu::cpu(),
         DeviceKind::Cuda => cuda::cuda_backend(device.index),
+        DeviceKind::Vulkan => wgpu::wgpu_backend(wgpu::Api::Vulkan, device.index),
+        DeviceKind::Metal => wgpu::wgpu_backend(wgpu::Api::Metal, device.index),
     }
 }
 
 /// The launch tables of every backend kind this build has, by backend name.
 pub fn tables() -> Vec<&'static LaunchTable> {
-    vec![cpu::cpu().launches(), cuda::cuda_backend(0).launches()]
+    vec![cpu::cpu().launches(), cuda::cuda_backend(0).launches(), wgpu::launches()]
 }
 
 /// The device whose memory a DLPack producer describes by `(device_type, device_id)`; a type
@@ -38,7 +41,7 @@ pub fn device_of_dlpack(device_type: i32, device_id: i32) -> Result<Device, Stri
     if device_type == crate::tensor::dlpack::KDL_CPU {
         return Ok(Device::CPU);
     }
-    cuda::device_of_dlpack(device_type, device_id).unwrap_or_else(|| {
+    cuda::device_of_dlpack(device_type, device_id).or_else(|| wgpu::device_of_dlpack(device_type, device_id)).unwrap_or_else(|| {
         Err(format!(
             "DLPack device type {device_type} (id {device_id}) is not served by this build: host memory and the GPU backends' memory are"
         ))

@@ -16,12 +16,14 @@ mod broadcast;
 pub mod bytes;
 mod check;
 mod error;
+mod merge;
 mod slice;
 mod strides;
 mod view;
 
 pub use broadcast::{broadcast_shapes, broadcast_strides};
 pub use error::ShapeError;
+pub use merge::{walk, Walk};
 pub use slice::{slice_bounds, slice_steps};
 pub use strides::{contiguous_strides, is_contiguous, numel};
 pub use view::{infer_shape, view_strides};

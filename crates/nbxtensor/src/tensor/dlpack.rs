@@ -514,7 +514,7 @@ mod tests {
             flags: 0,
             dl_tensor: DLTensor {
                 data: std::ptr::null_mut(),
-                device: DLDevice { device_type: 7, device_id: 0 },
+                device: DLDevice { device_type: 4, device_id: 0 },
                 ndim: 1,
                 dtype: DLDataType { code: 2, bits: 32, lanes: 1 },
                 shape: shape.as_mut_ptr(),
@@ -523,7 +523,13 @@ mod tests {
             },
         };
         let err = unsafe { import_versioned(&mut managed) }.map(drop).unwrap_err().to_string();
-        assert!(err.contains("device type 7"), "{err}");
+        assert!(err.contains("device type 4"), "{err}");
         assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        // Vulkan memory (type 7) is a device this build serves, and still refused: wgpu takes
+        // no foreign buffer
+        managed.dl_tensor.device.device_type = 7;
+        let err = unsafe { import_versioned(&mut managed) }.map(drop).unwrap_err().to_string();
+        assert!(err.contains("vulkan memory (device 0) cannot be imported"), "{err}");
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2);
     }
 }

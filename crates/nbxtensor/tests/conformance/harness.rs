@@ -44,6 +44,22 @@ impl Target {
         }
     }
 
+    /// `vulkan:0` (the wgpu backend), or `None` after printing why `test` is skipped there.
+    pub fn vulkan(test: &str) -> Option<Target> {
+        use nbxtensor::backend::wgpu::{unavailable_reason, Api};
+        match unavailable_reason(Api::Vulkan) {
+            None => Some(Target { name: "wgpu", device: Device { kind: DeviceKind::Vulkan, index: 0 } }),
+            // CI installs lavapipe and sets NBX_REQUIRE_VULKAN: there a missing adapter fails
+            Some(why) if std::env::var_os("NBX_REQUIRE_VULKAN").is_some() => {
+                panic!("{test}: NBX_REQUIRE_VULKAN is set, but vulkan is absent: {why}")
+            }
+            Some(why) => {
+                eprintln!("{test}: skipped on vulkan: {why}");
+                None
+            }
+        }
+    }
+
     /// The backend's launch table.
     pub fn table(&self) -> &'static LaunchTable {
         backend::of(self.device).launches()

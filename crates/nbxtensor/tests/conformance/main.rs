@@ -10,7 +10,8 @@
 //! to a table without a check fails the suite, naming it.
 //!
 //! Every check runs on each backend: `cpu::<case>` always, `cuda::<case>` where a CUDA device is
-//! present (elsewhere each prints why it is skipped and passes). One binary:
+//! present, `vulkan::<case>` where a Vulkan adapter is (the wgpu backend; Mesa's lavapipe in CI);
+//! elsewhere each prints why it is skipped and passes. One binary:
 //!
 //! ```text
 //! cargo test --release -p nbxtensor --test conformance            # CPU (and CUDA if present)
@@ -48,6 +49,18 @@ macro_rules! conformance {
                 #[test]
                 fn $case() {
                     crate::$family::$case(&crate::harness::Target::cpu());
+                }
+            )*
+        }
+
+        /// The wgpu backend through Vulkan, where an adapter is present (lavapipe in CI).
+        mod vulkan {
+            $(
+                #[test]
+                fn $case() {
+                    if let Some(target) = crate::harness::Target::vulkan(concat!("vulkan::", stringify!($case))) {
+                        crate::$family::$case(&target);
+                    }
                 }
             )*
         }

@@ -495,12 +495,16 @@ mod tests {
         let names: Vec<&str> =
             crate::ops::spec::catalogue().iter().filter(|d| d.family == "linalg").map(|d| d.name).collect();
         assert_eq!(names.len(), 10);
-        let [host, gpu] = crate::backend::tables()[..] else { panic!("two backends") };
+        let [host, gpus @ ..] = &crate::backend::tables()[..] else { panic!("the host's table first") };
+        assert_eq!(gpus.len(), 2, "the CUDA and wgpu tables");
         for name in names {
             for dtype in LINALG_DTYPES {
                 assert!(host.has(name, dtype), "{name} {dtype}");
-                let err = gpu.bind(name, dtype, &Attrs::new()).err().expect("no GPU launch").to_string();
-                assert_eq!(err, format!("no kernel for op '{name}' on dtype {dtype} in the cuda backend"));
+                for gpu in gpus {
+                    let err = gpu.bind(name, dtype, &Attrs::new()).err().expect("no GPU launch").to_string();
+                    let backend = gpu.backend();
+                    assert_eq!(err, format!("no kernel for op '{name}' on dtype {dtype} in the {backend} backend"));
+                }
             }
         }
     }

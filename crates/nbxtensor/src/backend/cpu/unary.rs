@@ -10,14 +10,10 @@ use super::math::{Real, Stored};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
-use crate::ops::spec::unary::{Bound, Unary, UnaryOp};
+use crate::ops::spec::unary::{Bound, Unary, UnaryOp, GELU_CUBIC, SQRT_2_OVER_PI};
 use crate::tensor::Element;
 use half::{bf16, f16};
 
-/// sqrt(2/π), the scale of the tanh approximation of GELU.
-const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
-/// The cubic coefficient of the tanh approximation of GELU (Hendrycks & Gimpel, 2016).
-const GELU_CUBIC: f64 = 0.044_715;
 
 /// Maps the launch's input into its output with `f` in the compute type.
 fn map<T: Stored>(launch: &Launch<'_>, f: impl Fn(T::Compute) -> T::Compute + Sync) -> Result<()> {

@@ -25,6 +25,11 @@ use crate::facts::Kind;
 use crate::kernel::{AttrValue, Attrs, Cost, KernelError, Result, TensorMeta};
 use std::sync::Arc;
 
+/// sqrt(2/π), the scale of the tanh approximation of GELU (`gelu_tanh`).
+pub const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of the tanh approximation of GELU (Hendrycks & Gimpel, 2016).
+pub const GELU_CUBIC: f64 = 0.044_715;
+
 /// Which dtypes an op takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Takes {

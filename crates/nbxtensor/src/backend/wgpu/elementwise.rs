@@ -1,0 +1,123 @@
+//! Elementwise kernels (`map`): inputs walked through their strides (broadcasts included) into
+//! a contiguous output, one WGSL expression per element. An invocation writes one whole output
+//! word (four bool or 8-bit elements, two of 16 bits, one element of 32 or 64 bits), so no two
+//! invocations share a word; an output starts on a word, as every fresh output does (blocks and
+//! planned offsets are aligned).
+
+use super::gpu::Gpu;
+use super::wgsl::{self, Elem};
+use crate::kernel::{KernelError, Result};
+use crate::shape::walk;
+use crate::tensor::Tensor;
+
+/// Invocations per workgroup of the elementwise kernels.
+pub const THREADS: u32 = 256;
+
+/// One elementwise kernel: its name (unique per body and dtypes), its inputs and output, and
+/// the WGSL that computes `v` (of the output's type) from `x0`, `x1`, … (the inputs' elements,
+/// each of its input's type). `helpers` are functions the body calls; `extra` are parameter
+/// words the body reads as `p[EXTRA + k]`.
+pub struct Map<'a> {
+    /// The kernel's name: the pipeline cache's key.
+    pub name: String,
+    /// The inputs and how the kernel reads each.
+    pub inputs: Vec<(&'a Tensor, Elem)>,
+    /// The output (contiguous) and how the kernel writes it.
+    pub output: (&'a Tensor, Elem),
+    /// WGSL statements ending with `v` defined.
+    pub body: String,
+    /// WGSL functions the body calls.
+    pub helpers: String,
+    /// Parameter words the body reads from `EXTRA` on.
+    pub extra: Vec<u32>,
+}
+
+fn compose(map: &Map<'_>) -> String {
+    let k = map.inputs.len();
+    let out = map.output.1;
+    let per = (4 / out.width).max(1);
+    let mut text = String::from(wgsl::COMMON);
+    for (slot, (_, e)) in map.inputs.iter().enumerate() {
+        text += &wgsl::input(slot as u32, &format!("x{slot}"), *e);
+    }
+    text += &format!("\n@group(0) @binding({k}) var<storage, read_write> y: array<u32>;\n");
+    text += &wgsl::params(k as u32 + 1);
+    text += &wgsl::invocation(THREADS);
+    if k > 0 {
+        text += &wgsl::walker("walk", k, 2);
+    }
+    text += &format!("const EXTRA: u32 = {}u;\n", 2 + wgsl::walk_words(k));
+    text += &map.helpers;
+    let loads: String = (0..k).map(|i| format!("        let x{i} = ld_x{i}(at[{i}]);\n")).collect();
+    let at = if k > 0 { "        let at = walk(i);\n" } else { "" };
+    let (before, store, after) = match out.width {
+        8 => ("", "        y[(p[1] >> 2u) + 2u * i] = v.x;\n        y[(p[1] >> 2u) + 2u * i + 1u] = v.y;\n".to_string(), ""),
+        4 => ("", format!("        y[(p[1] >> 2u) + i] = {};\n", out.encoded("v")), ""),
+        width => (
+            "    var word = 0u;\n",
+            format!("        word |= ({} & {}) << (e * {}u);\n", out.encoded("v"), out.mask(), width * 8),
+            "    y[(p[1] >> 2u) + t] = word;\n",
+        ),
+    };
+    text += &format!(
+        r#"
+@compute @workgroup_size({THREADS})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let n = p[0];
+    let t = invocation(gid, groups);
+    if (t * {per}u >= n) {{
+        return;
+    }}
+{before}    for (var e = 0u; e < {per}u; e++) {{
+        let i = t * {per}u + e;
+        if (i >= n) {{
+            break;
+        }}
+{at}{loads}{body}
+{store}    }}
+{after}}}
+"#,
+        body = map.body
+    );
+    text
+}
+
+impl Gpu {
+    /// Runs one elementwise kernel over every element of its output.
+    pub(super) fn map(&self, op: &str, map: Map<'_>) -> Result<()> {
+        let (y, out) = map.output;
+        let n = wgsl::count(op, y.numel())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let per = (4 / out.width).max(1);
+        let output = self.bind(op, y)?;
+        if output.base % 4 != 0 || !y.is_contiguous() {
+            return Err(KernelError::Invalid(format!("{op}: the output must be contiguous and start on a 4-byte word")));
+        }
+        let strides: Vec<Vec<i64>> = map
+            .inputs
+            .iter()
+            .map(|(x, _)| {
+                crate::shape::broadcast_strides(x.shape(), x.strides(), y.shape())
+                    .map_err(|e| KernelError::Invalid(format!("{op}: {e}")))
+            })
+            .collect::<Result<_>>()?;
+        let views: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
+        let walked = walk(y.shape(), &views, None);
+        let inputs = map.inputs.iter().map(|(x, _)| self.bind(op, x)).collect::<Result<Vec<_>>>()?;
+        let widths: Vec<(u32, u32)> = inputs.iter().zip(&map.inputs).map(|(b, (_, e))| (b.base, e.width)).collect();
+        let mut params = vec![n, output.base];
+        if !map.inputs.is_empty() {
+            params.extend(wgsl::walk_params(op, &walked, &widths)?);
+        } else {
+            params.extend(std::iter::repeat_n(0, wgsl::walk_words(0)));
+        }
+        params.extend_from_slice(&map.extra);
+        let pipeline = self.pipeline(&map.name, || compose(&map))?;
+        let mut bound: Vec<&super::pipeline::Bound> = inputs.iter().collect();
+        bound.push(&output);
+        let groups = self.grid(op, u64::from(n.div_ceil(per)).div_ceil(u64::from(THREADS)))?;
+        self.dispatch(&pipeline, &bound, &params, groups)
+    }
+}

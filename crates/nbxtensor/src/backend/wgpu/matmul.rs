@@ -1,0 +1,173 @@
+//! `matmul` and `linear` on a wgpu device (`ops::spec::matmul`) on float32, float16 and
+//! bfloat16, accumulated in float32: a tiled kernel, a workgroup per 64 × 64 tile of the output
+//! and per matrix of the batch, the factors' 16-deep slices staged in workgroup memory, each
+//! invocation accumulating a 4 × 4 block in a fixed order (a replay gives the same bits). Any
+//! layout of either factor is read through its strides (transposes are strides); the batch
+//! dims broadcast.
+
+use super::gpu::Gpu;
+use super::register;
+use super::wgsl::{self, Elem};
+use crate::backend::LaunchTable;
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::ops::spec::matmul::Product;
+use crate::ops::spec::FLOATS;
+use crate::shape::{broadcast_strides, walk};
+use crate::tensor::Tensor;
+
+/// The output tile of a workgroup, its depth, and the invocations along each side.
+const TILE: u32 = 64;
+const DEPTH: u32 = 16;
+const SIDE: u32 = 16;
+
+fn source(e: Elem, bias: bool) -> String {
+    let w = e.width;
+    let mut text = String::from(wgsl::COMMON);
+    text += &wgsl::input(0, "a", e);
+    text += &wgsl::input(1, "b", e);
+    let slot = if bias {
+        text += &wgsl::input(2, "c", e);
+        3
+    } else {
+        2
+    };
+    text += &wgsl::output(slot, "y", e);
+    text += &wgsl::params(slot + 1);
+    text += &wgsl::walker("walk_batch", 2, 12);
+    let add_bias = if bias { format!("v = v + ld_c(p[11] + gj * {w}u);") } else { String::new() };
+    text += &format!(
+        r#"
+var<workgroup> ta: array<f32, {a_tile}>;
+var<workgroup> tb: array<f32, {b_tile}>;
+
+@compute @workgroup_size({threads})
+fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
+    // p: m, n, k, a's row and depth strides (bytes), b's depth and column strides, y base,
+    //    a base, b base, (unused), bias base, then the batch walk of a and b
+    let lid = lid3.x;
+    let m = p[0];
+    let n = p[1];
+    let k = p[2];
+    let batch = wid.z;
+    let at = walk_batch(batch);
+    let row0 = wid.y * {TILE}u;
+    let col0 = wid.x * {TILE}u;
+    let tx = lid % {SIDE}u;
+    let ty = lid / {SIDE}u;
+    var acc: array<f32, 16>;
+    for (var k0 = 0u; k0 < k; k0 += {DEPTH}u) {{
+        for (var q = 0u; q < {per}u; q++) {{
+            let e = lid + q * {threads}u;
+            let i = e / {DEPTH}u;
+            let d = e % {DEPTH}u;
+            var v = 0.0;
+            if (row0 + i < m && k0 + d < k) {{
+                v = ld_a(at[0] + (row0 + i) * p[3] + (k0 + d) * p[4]);
+            }}
+            ta[d * {TILE}u + i] = v;
+            let d2 = e / {TILE}u;
+            let j = e % {TILE}u;
+            var u = 0.0;
+            if (col0 + j < n && k0 + d2 < k) {{
+                u = ld_b(at[1] + (k0 + d2) * p[5] + (col0 + j) * p[6]);
+            }}
+            tb[d2 * {TILE}u + j] = u;
+        }}
+        workgroupBarrier();
+        for (var d = 0u; d < {DEPTH}u; d++) {{
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var r = 0u; r < 4u; r++) {{
+                av[r] = ta[d * {TILE}u + ty * 4u + r];
+                bv[r] = tb[d * {TILE}u + tx * 4u + r];
+            }}
+            for (var r = 0u; r < 4u; r++) {{
+                for (var c = 0u; c < 4u; c++) {{
+                    acc[r * 4u + c] = acc[r * 4u + c] + av[r] * bv[c];
+                }}
+            }}
+        }}
+        workgroupBarrier();
+    }}
+    let out = p[7] + batch * m * n * {w}u;
+    for (var r = 0u; r < 4u; r++) {{
+        for (var c = 0u; c < 4u; c++) {{
+            let gi = row0 + ty * 4u + r;
+            let gj = col0 + tx * 4u + c;
+            if (gi < m && gj < n) {{
+                var v = acc[r * 4u + c];
+                {add_bias}
+                st_y(out + (gi * n + gj) * {w}u, v);
+            }}
+        }}
+    }}
+}}
+"#,
+        a_tile = TILE * DEPTH,
+        b_tile = TILE * DEPTH,
+        threads = SIDE * SIDE,
+        per = TILE * DEPTH / (SIDE * SIDE)
+    );
+    text
+}
+
+/// The (row, depth) strides of the left factor and the (depth, column) strides of the right,
+/// in elements, and each one's batch dims and strides.
+fn factor_strides(t: &Tensor, left: bool, transposed: bool) -> ((i64, i64), Vec<i64>, Vec<i64>) {
+    let (shape, strides) = (t.shape(), t.strides());
+    let nd = shape.len();
+    if nd == 1 {
+        // a vector: a row on the left, a column on the right
+        return (if left { (0, strides[0]) } else { (strides[0], 0) }, vec![], vec![]);
+    }
+    let (outer, inner) = (strides[nd - 2], strides[nd - 1]);
+    let pair = if transposed { (inner, outer) } else { (outer, inner) };
+    (pair, shape[..nd - 2].to_vec(), strides[..nd - 2].to_vec())
+}
+
+fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
+    let op = spec.op;
+    let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
+    let shapes = spec.shapes(&metas)?;
+    let y = &launch.outputs[0];
+    if y.numel() == 0 {
+        return Ok(());
+    }
+    let (a, b) = (&launch.inputs[0], &launch.inputs[1]);
+    let e = wgsl::elem(op, spec.dtype)?;
+    let w = i64::from(e.width);
+    let ((sa_m, sa_k), a_batch, a_batch_strides) = factor_strides(a, true, spec.transpose_a);
+    let ((sb_k, sb_n), b_batch, b_batch_strides) = factor_strides(b, false, spec.transpose_b);
+    let batch_strides = |shape: &[i64], strides: &[i64]| {
+        broadcast_strides(shape, strides, &shapes.batch).map_err(|e| KernelError::Invalid(format!("{op}: {e}")))
+    };
+    let (a_strides, b_strides) = (batch_strides(&a_batch, &a_batch_strides)?, batch_strides(&b_batch, &b_batch_strides)?);
+    let count = shapes.count();
+    let walked = walk(&shapes.batch, &[&a_strides, &b_strides], None);
+    let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| gpu.bind(op, t)).collect::<Result<_>>()?;
+    let (m, n, k) = (wgsl::count(op, shapes.m)?, wgsl::count(op, shapes.n)?, wgsl::count(op, shapes.k)?);
+    let bytes = |s: i64| s.wrapping_mul(w) as u32;
+    let out = &bound[bound.len() - 1];
+    let bias = if shapes.bias { bound[2].base } else { 0 };
+    let mut params = vec![m, n, k, bytes(sa_m), bytes(sa_k), bytes(sb_k), bytes(sb_n), out.base, bound[0].base, bound[1].base, 0, bias];
+    params.extend(wgsl::walk_params(op, &walked, &[(bound[0].base, e.width), (bound[1].base, e.width)])?);
+    let max = u64::from(gpu.facts.max_groups);
+    let groups = [u64::from(n.div_ceil(TILE)), u64::from(m.div_ceil(TILE)), count as u64];
+    if groups.iter().any(|&g| g > max) {
+        return Err(KernelError::Invalid(format!(
+            "{op}: {groups:?} workgroups ({}x{} tiles, a batch of {count}) pass the adapter's {max} a dispatch dimension",
+            m.div_ceil(TILE),
+            n.div_ceil(TILE)
+        )));
+    }
+    let kernel = format!("matmul_{}{}", spec.dtype.launch_key(), if shapes.bias { "_bias" } else { "" });
+    let pipeline = gpu.pipeline(&kernel, || source(e, shapes.bias))?;
+    let operands: Vec<_> = bound.iter().collect();
+    gpu.dispatch(&pipeline, &operands, &params, [groups[0] as u32, groups[1] as u32, groups[2] as u32])
+}
+
+/// Registers `matmul` and `linear` on float32, float16 and bfloat16.
+pub fn register_all(table: &mut LaunchTable) {
+    register(table, "matmul", &FLOATS, run);
+    register(table, "linear", &FLOATS, run);
+}

@@ -1,0 +1,172 @@
+//! Kernels on a device: a compute pipeline per kernel name, composed and compiled at its first
+//! use and kept; the windows of buffers a launch binds; one dispatch, queued or recorded.
+//!
+//! Every tensor is bound as a read-write storage window of 32-bit words (WebGPU refuses one
+//! buffer bound both read-only and writable in a dispatch, and a planned arena is one buffer
+//! holding inputs and outputs). A window starts at the adapter's offset alignment at or before
+//! the tensor's first byte; the shader gets the byte where element 0 lies within it. The
+//! launch's small parameters (extents, strides, offsets) travel in a storage buffer of their
+//! own, made with the bind group.
+
+use super::gpu::Gpu;
+use super::queue::Command;
+use crate::kernel::{KernelError, Result};
+use crate::tensor::Tensor;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use wgpu::util::DeviceExt;
+
+/// Compiled pipelines, by kernel name.
+#[derive(Default)]
+pub(crate) struct Pipelines(Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>);
+
+/// A window of a buffer bound for one launch, and the byte of its operand's element 0 in it.
+pub(super) struct Bound {
+    buffer: Arc<wgpu::Buffer>,
+    offset: u64,
+    size: u64,
+    /// The byte, within the window, of the operand's first element.
+    pub base: u32,
+}
+
+fn device_error(gpu: &Gpu, what: String) -> KernelError {
+    KernelError::Device(format!("{}: {what}", gpu.label()))
+}
+
+impl Gpu {
+    /// The pipeline of kernel `name`, its WGSL made by `compose` and compiled at the first use.
+    pub(super) fn pipeline(&self, name: &str, compose: impl FnOnce() -> String) -> Result<Arc<wgpu::ComputePipeline>> {
+        let mut pipelines = self.pipelines.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pipeline) = pipelines.get(name) {
+            return Ok(Arc::clone(pipeline));
+        }
+        let source = compose();
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(name),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(device_error(self, format!("kernel {name} did not compile: {error}")));
+        }
+        let pipeline = Arc::new(pipeline);
+        pipelines.insert(name.to_string(), Arc::clone(&pipeline));
+        Ok(pipeline)
+    }
+
+    /// The window binding `len` bytes from virtual `address`, its operand's element 0 at byte
+    /// `first` (an address within the range).
+    pub(super) fn window(&self, op: &str, address: u64, len: u64, first: u64) -> Result<Bound> {
+        let (buffer, at) = self.locate(address).map_err(|e| KernelError::Invalid(format!("{op}: {e}")))?;
+        let align = self.facts.offset_alignment.max(4);
+        let offset = at / align * align;
+        let end = (at + len.max(1)).div_ceil(4) * 4;
+        if end > buffer.size() {
+            return Err(KernelError::Invalid(format!(
+                "{op}: {len} bytes from {address:#x} pass the end of their block ({} bytes)",
+                buffer.size()
+            )));
+        }
+        let size = end - offset;
+        if size > self.facts.max_binding {
+            return Err(KernelError::Invalid(format!(
+                "{op}: an operand of {len} bytes is more than {} binds in one window ({} bytes, its max_storage_buffer_binding_size)",
+                self.label(),
+                self.facts.max_binding
+            )));
+        }
+        let base = u32::try_from(first - address + (at - offset)).map_err(|_| {
+            KernelError::Invalid(format!("{op}: an operand's first element lies past 4 GiB of its window"))
+        })?;
+        Ok(Bound { buffer, offset, size, base })
+    }
+
+    /// The window of every byte `tensor` reaches through its layout (a word of no block for a
+    /// tensor of no element, which the kernel never reads).
+    pub(super) fn bind(&self, op: &str, tensor: &Tensor) -> Result<Bound> {
+        if tensor.numel() == 0 {
+            let buffer = Arc::clone(self.placeholder.get_or_init(|| {
+                Arc::new(self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("nbxtensor empty operand"),
+                    size: 4,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                }))
+            }));
+            return Ok(Bound { buffer, offset: 0, size: 4, base: 0 });
+        }
+        let itemsize = tensor.dtype().itemsize().map_err(|e| KernelError::Invalid(format!("{op}: {e}")))? as i128;
+        let first = tensor.data_ptr() as u64;
+        let (mut low, mut high) = (0i128, 0i128);
+        for (&size, &stride) in tensor.shape().iter().zip(tensor.strides()) {
+            let reach = i128::from(size.max(1) - 1) * i128::from(stride) * itemsize;
+            if reach < 0 {
+                low += reach
+            } else {
+                high += reach
+            }
+        }
+        let start = u64::try_from(i128::from(first) + low)
+            .map_err(|_| KernelError::Invalid(format!("{op}: a layout reaching before its block")))?;
+        let len = u64::try_from(high - low + itemsize)
+            .map_err(|_| KernelError::Invalid(format!("{op}: a layout too wide to bind")))?;
+        self.window(op, start, len, first)
+    }
+
+    /// Queues (or records) one dispatch of `pipeline` over `groups` workgroups, with `operands`
+    /// bound in order and `params` bound after them.
+    pub(super) fn dispatch(
+        &self,
+        pipeline: &Arc<wgpu::ComputePipeline>,
+        operands: &[&Bound],
+        params: &[u32],
+        groups: [u32; 3],
+    ) -> Result<()> {
+        let words: Vec<u8> = if params.is_empty() { vec![0; 4] } else { params.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: &words,
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let mut entries: Vec<wgpu::BindGroupEntry<'_>> = operands
+            .iter()
+            .enumerate()
+            .map(|(slot, bound)| wgpu::BindGroupEntry {
+                binding: slot as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &bound.buffer,
+                    offset: bound.offset,
+                    size: std::num::NonZeroU64::new(bound.size),
+                }),
+            })
+            .collect();
+        entries.push(wgpu::BindGroupEntry { binding: operands.len() as u32, resource: params.as_entire_binding() });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        self.issue(Command::Dispatch { pipeline: Arc::clone(pipeline), bind_group, groups })
+            .map_err(|e| device_error(self, e))
+    }
+
+    /// The workgroups of a dispatch of `groups` groups in all: along x up to the adapter's
+    /// limit, then rows of them along y (the kernels number a group `x + y · groups_x`).
+    pub(super) fn grid(&self, op: &str, groups: u64) -> Result<[u32; 3]> {
+        let max = u64::from(self.facts.max_groups);
+        let x = groups.clamp(1, max);
+        let y = groups.div_ceil(x).max(1);
+        if y > max {
+            return Err(KernelError::Invalid(format!("{op}: {groups} workgroups are more than one dispatch holds")));
+        }
+        Ok([x as u32, y as u32, 1])
+    }
+}
