@@ -7,11 +7,11 @@ use std::path::PathBuf;
 /// The usage text.
 pub const USAGE: &str = "\
 usage:
-  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda] [--batch N] [--pad-multiple N] [--threads N]
-  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
+  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda|vulkan|metal] [--batch N] [--pad-multiple N] [--threads N]
+  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
   nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--quantize int4]
-            [--device cpu|cuda] [--device-file VENDOR/NAME]
-  nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda]
+            [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME]
+  nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda|vulkan|metal]
                [--dtype float32|bfloat16|float16] [--quantize int4] [--temperature T] [--top-k K] [--top-p P]
                [--seed S] [--output FILE.json] [--threads N]
 
@@ -103,6 +103,11 @@ const PRICE_OPTIONS: [&str; 11] = [
     "--quantize",
 ];
 
+/// The device of `--device`: `cpu`, `cuda`, `vulkan` or `metal`, a GPU's optionally `:N`.
+pub fn device_option(value: &str) -> Result<Device, String> {
+    Device::parse(value).map_err(|e| format!("--device: {e}"))
+}
+
 fn number(option: &str, value: &str) -> Result<usize, String> {
     value
         .parse::<usize>()
@@ -157,12 +162,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--prompt-tokens" => o.prompt_tokens = Some(number(option, value)?),
             "--dtype" => o.dtype = Some(crate::generate::decoder_dtype(value)?),
             "--quantize" => o.int4 = crate::generate::quantized(value)?,
-            "--device" => {
-                o.device = match value.as_str() {
-                    "cpu" | "cuda" => Device::parse(value).map_err(|e| e.to_string())?,
-                    other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
-                }
-            }
+            "--device" => o.device = device_option(value)?,
             "--device-file" => {
                 let (vendor, name) = value
                     .split_once('/')

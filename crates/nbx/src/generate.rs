@@ -30,7 +30,7 @@ pub struct GenerateOptions {
     pub output: Option<PathBuf>,
     /// `--threads N`.
     pub threads: Option<usize>,
-    /// `--device cpu|cuda`.
+    /// `--device cpu|cuda|vulkan|metal` (a GPU's optionally `:N`).
     pub device: Device,
     /// `--dtype`; `None`: the checkpoint's.
     pub dtype: Option<DType>,
@@ -124,10 +124,7 @@ pub fn parse(args: &[String]) -> Result<GenerateOptions, String> {
             "--max-new-tokens" => o.max_new_tokens = positive(option, value)?,
             "--output" => o.output = Some(PathBuf::from(value)),
             "--threads" => o.threads = Some(positive(option, value)?),
-            "--device" => match value.as_str() {
-                "cpu" | "cuda" => o.device = Device::parse(value).map_err(|e| e.to_string())?,
-                other => return Err(format!("unknown device {other:?} (cpu or cuda)")),
-            },
+            "--device" => o.device = crate::args::device_option(value)?,
             "--dtype" => o.dtype = Some(decoder_dtype(value)?),
             "--quantize" => o.int4 = quantized(value)?,
             "--temperature" => {

@@ -90,6 +90,26 @@ fn embeddings_match_sentence_transformers_batched_alone_and_reordered() {
     assert!((empty_norm - 1.0).abs() < 1e-5, "the empty string's embedding has norm {empty_norm}");
 }
 
+/// Through the wgpu backend on Vulkan (lavapipe in CI, where `NBX_REQUIRE_VULKAN` makes a
+/// missing adapter a failure): the weights moved once, every batch captured and replayed there.
+#[test]
+fn on_vulkan_the_embeddings_match_sentence_transformers() {
+    use nbxtensor::backend::wgpu::{unavailable_reason, Api};
+    if let Some(why) = unavailable_reason(Api::Vulkan) {
+        assert!(std::env::var_os("NBX_REQUIRE_VULKAN").is_none(), "NBX_REQUIRE_VULKAN is set, but: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let r = reference();
+    let device = nbxtensor::memory::Device::parse("vulkan").unwrap();
+    let mut model = SentenceEmbedder::open_on(&model_dir(), device).unwrap();
+    let texts: Vec<&str> = r.sentences.iter().map(String::as_str).collect();
+    let batched = model.embed(&texts, texts.len(), |_| {}).unwrap();
+    assert_matches("vulkan, one padded batch", &batched, &r);
+    let alone = model.embed(&texts, 1, |_| {}).unwrap();
+    assert_matches("vulkan, one sentence a batch", &alone, &r);
+}
+
 #[test]
 fn a_repeated_shape_reuses_its_verified_replay() {
     let r = reference();
