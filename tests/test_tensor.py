@@ -122,9 +122,9 @@ def test_refusals_name_the_operation():
         (lambda: t.to("tpu"), ValueError, "unknown device 'tpu'"),
         (lambda: t.view_dtype("float64"), ValueError, "only dtypes of one width"),
     ]
-    if runtime.gpu_backend() is None:
-        # without a GPU, moving to one is refused, saying why
-        cases.append((lambda: t.to("cuda"), ValueError, re.escape(runtime.unavailable_reason())))
+    if runtime.unavailable_reason("cuda") is not None:
+        # without CUDA, moving there is refused, saying why
+        cases.append((lambda: t.to("cuda"), ValueError, re.escape(runtime.unavailable_reason("cuda"))))
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()

@@ -48,6 +48,7 @@ mod error;
 pub mod facts;
 pub mod io;
 pub mod kernel;
+pub mod linkage;
 pub mod memory;
 pub mod ops;
 pub mod program;

@@ -23,10 +23,10 @@ class Info:
         return "cpu"
 
     def devices(self) -> list[str]:
-        """The host, then each GPU present (``cuda:N``)."""
+        """The host, then each GPU present (``cuda:N``, ``metal:N``, ``vulkan:N``)."""
         from nbxtensor.backend import runtime
 
-        return ["cpu"] + [f"cuda:{d['index']}" for d in runtime.devices()]
+        return ["cpu"] + [f"{d['kind']}:{d['index']}" for d in runtime.devices()]
 
     def default_dtypes(self, *, device: str | None = None) -> dict[str, Any]:
         """float64 for real floats, complex128 for complex ones, int64 for integers and indices."""

@@ -1,31 +1,78 @@
-//! `nbxtensor.backend.runtime`: the GPU backend in force, its devices and its memory.
+//! `nbxtensor.backend.runtime`: the GPU backend in force, its devices and its memory. The GPU
+//! backends are CUDA and, through wgpu, Metal and Vulkan, preferred in that order where
+//! several are present.
 
 use crate::errors::to_py;
+use nbxtensor::backend::wgpu::{self as portable, Api};
 use nbxtensor::backend::{self, cuda::memory as driver};
 use nbxtensor::memory::{Device, DeviceKind};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// `"cuda"` when a CUDA device is usable, else `None`.
-#[pyfunction]
-fn gpu_backend() -> Option<&'static str> {
-    driver::is_available().then_some("cuda")
+/// The GPU backends, in the order of preference.
+const GPU_BACKENDS: [&str; 3] = ["cuda", "metal", "vulkan"];
+
+/// Why `backend` (`"cuda"`, `"metal"`, `"vulkan"`) is not usable here (`None` when it is);
+/// ValueError for another name.
+fn reason(backend: &str) -> PyResult<Option<String>> {
+    Ok(match backend {
+        "cuda" => driver::driver().err(),
+        "metal" => portable::unavailable_reason(Api::Metal),
+        "vulkan" => portable::unavailable_reason(Api::Vulkan),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown GPU backend '{other}': the GPU backends are {}",
+                GPU_BACKENDS.join(", ")
+            )))
+        }
+    })
 }
 
-/// Why no GPU backend is usable (`None` when one is).
+/// The GPU backend in force: `"cuda"` when a CUDA device is usable, else `"metal"` or
+/// `"vulkan"` when wgpu finds an adapter through that API, else `None`.
 #[pyfunction]
-fn unavailable_reason() -> Option<String> {
-    driver::driver().err()
+fn gpu_backend() -> PyResult<Option<&'static str>> {
+    for backend in GPU_BACKENDS {
+        if reason(backend)?.is_none() {
+            return Ok(Some(backend));
+        }
+    }
+    Ok(None)
 }
 
-/// The GPU runtime: the CUDA driver's version and where its library was found; RuntimeError
-/// naming why when there is none.
+/// Why `backend` is not usable (`None` when it is); without a name, why no GPU backend is
+/// (`None` when one is), each backend's reason in turn.
+#[pyfunction]
+#[pyo3(signature = (backend = None))]
+fn unavailable_reason(backend: Option<&str>) -> PyResult<Option<String>> {
+    if let Some(backend) = backend {
+        return reason(backend);
+    }
+    let mut reasons = Vec::new();
+    for backend in GPU_BACKENDS {
+        match reason(backend)? {
+            None => return Ok(None),
+            Some(why) => reasons.push(format!("{backend}: {why}")),
+        }
+    }
+    Ok(Some(reasons.join("; ")))
+}
+
+/// The runtime of the GPU backend in force: the CUDA driver's version and where its library
+/// was found, or wgpu's API and first adapter; RuntimeError naming why when there is none.
 #[pyfunction]
 fn gpu_runtime() -> PyResult<String> {
-    let d = driver::driver().map_err(PyRuntimeError::new_err)?;
-    let from = d.library.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the loader's path".into());
-    Ok(format!("CUDA driver {}.{} (libcuda from {from})", d.version / 1000, d.version % 1000 / 10))
+    if let Ok(d) = driver::driver() {
+        let from = d.library.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the loader's path".into());
+        return Ok(format!("CUDA driver {}.{} (libcuda from {from})", d.version / 1000, d.version % 1000 / 10));
+    }
+    for api in [Api::Metal, Api::Vulkan] {
+        if let Some(first) = portable::adapter_facts(api).first() {
+            return Ok(format!("wgpu through {}: {} ({})", api.kind().as_str(), first.name, first.driver.trim()));
+        }
+    }
+    Err(PyRuntimeError::new_err(unavailable_reason(None)?.unwrap_or_default()))
 }
 
 /// The CUDA architectures whose machine code this build carries (`sm_90`, ...): a device of
@@ -48,15 +95,18 @@ fn overlapped_launches() -> bool {
     backend::cuda::overlapped_launches()
 }
 
-/// The GPUs the driver sees, each a dict of its facts (index, name, arch, multiprocessors,
-/// total_memory, l2_bytes, max_shared_per_block); empty without CUDA.
+/// Every GPU device, each a dict of its facts: `kind` (`"cuda"`, `"metal"`, `"vulkan"`),
+/// `index`, `name`, `total_memory` (None where the API does not say), and the kind's own: for
+/// CUDA arch, multiprocessors, l2_bytes, max_shared_per_block; for wgpu driver, software (a
+/// rasterizer on the host, such as lavapipe), subgroup_sizes, shader_f16, shader_f64,
+/// max_binding.
 #[pyfunction]
 fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    let Ok(d) = driver::driver() else { return Ok(Vec::new()) };
-    d.devices
-        .iter()
-        .map(|info| {
+    let mut out = Vec::new();
+    if let Ok(d) = driver::driver() {
+        for info in &d.devices {
             let dict = PyDict::new(py);
+            dict.set_item("kind", "cuda")?;
             dict.set_item("index", info.index)?;
             dict.set_item("name", &info.name)?;
             dict.set_item("arch", info.arch())?;
@@ -64,9 +114,26 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             dict.set_item("total_memory", info.total_memory)?;
             dict.set_item("l2_bytes", info.l2_bytes)?;
             dict.set_item("max_shared_per_block", info.max_shared_per_block)?;
-            Ok(dict)
-        })
-        .collect()
+            out.push(dict);
+        }
+    }
+    for api in [Api::Metal, Api::Vulkan] {
+        for (index, facts) in portable::adapter_facts(api).into_iter().enumerate() {
+            let dict = PyDict::new(py);
+            dict.set_item("kind", api.kind().as_str())?;
+            dict.set_item("index", index)?;
+            dict.set_item("name", &facts.name)?;
+            dict.set_item("total_memory", facts.memory)?;
+            dict.set_item("driver", facts.driver.trim())?;
+            dict.set_item("software", facts.software)?;
+            dict.set_item("subgroup_sizes", facts.subgroup_sizes)?;
+            dict.set_item("shader_f16", facts.shader_f16)?;
+            dict.set_item("shader_f64", facts.shader_f64)?;
+            dict.set_item("max_binding", facts.max_binding)?;
+            out.push(dict);
+        }
+    }
+    Ok(out)
 }
 
 /// The launch table of a backend (`"cpu"`, `"cuda"`): one line per op with its dtypes.
@@ -88,18 +155,27 @@ fn backend_table(backend: &str) -> PyResult<String> {
 
 fn gpu(device: &str) -> PyResult<Device> {
     let device = Device::parse(device).map_err(to_py)?;
-    if device.kind != DeviceKind::Cuda {
-        return Err(PyValueError::new_err(format!("{device} is not a GPU: give 'cuda' or 'cuda:N'")));
+    if device.kind == DeviceKind::Cpu {
+        return Err(PyValueError::new_err(format!(
+            "{device} is not a GPU: give 'cuda', 'metal' or 'vulkan' (optionally ':N')"
+        )));
     }
     Ok(device)
 }
 
-/// `(free, total)` bytes of a GPU's memory, as the driver reports them now.
+/// `(free, total)` bytes of a GPU's memory: on CUDA as the driver reports them now; through
+/// wgpu (which reports no free memory) the device's memory less this library's blocks on it.
 #[pyfunction]
 #[pyo3(signature = (device = "cuda"))]
 fn device_memory(device: &str) -> PyResult<(u64, u64)> {
     let device = gpu(device)?;
-    driver::context(device.index).and_then(|c| c.memory_info()).map_err(PyRuntimeError::new_err)
+    if device.kind == DeviceKind::Cuda {
+        return driver::context(device.index).and_then(|c| c.memory_info()).map_err(PyRuntimeError::new_err);
+    }
+    let api = Api::of(device.kind).ok_or_else(|| PyValueError::new_err(format!("{device} is not a GPU")))?;
+    let gpu = portable::gpu(api, device.index).map_err(PyRuntimeError::new_err)?;
+    let total = gpu.memory().map_err(to_py)?;
+    Ok((total.saturating_sub(backend::of(device).in_use()), total))
 }
 
 /// Binds the driver to the device a tensor lives on, for this thread (a no-op for the host).
@@ -117,7 +193,7 @@ fn set_device(tensor: &Bound<'_, crate::tensor::Tensor>) -> PyResult<()> {
 #[pyo3(signature = (device = "cuda"))]
 fn synchronize(py: Python<'_>, device: &str) -> PyResult<()> {
     let device = gpu(device)?;
-    py.detach(|| driver::context(device.index).and_then(|c| c.synchronize())).map_err(PyRuntimeError::new_err)
+    py.detach(|| backend::of(device).synchronize()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Registers the module's functions.

@@ -105,6 +105,11 @@ pub trait Backend: Send + Sync {
     /// The DLPack `(device_type, device_id)` of this device's memory.
     fn dlpack_device(&self) -> (i32, i32);
 
+    /// Whether a tensor of this device can be handed to another library as a DLPack capsule:
+    /// refused, saying why, where its memory has no address a consumer could read (a wgpu
+    /// buffer).
+    fn dlpack_exportable(&self) -> Result<(), String>;
+
     /// Applies DLPack's stream rule for an export: `stream` is what the consumer passed to
     /// `__dlpack__` (`None` when absent); the device makes it see every write queued so far,
     /// or refuses a stream it does not understand, saying why.

@@ -133,6 +133,7 @@ fn dl_tensor(tensor: &Tensor, context: &mut ExportContext) -> Result<DLTensor> {
     }
     let dl = tensor.dtype().dlpack()?;
     let device = tensor.device();
+    crate::backend::of(device).dlpack_exportable().map_err(TensorError::Invalid)?;
     let (device_type, device_id) = crate::backend::of(device).dlpack_device();
     let itemsize = tensor.dtype().itemsize()? as u64;
     Ok(DLTensor {

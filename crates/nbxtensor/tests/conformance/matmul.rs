@@ -152,7 +152,7 @@ fn operand(target: &Target, draw: &mut Draw, dtype: DType, shape: &[i64]) -> (Te
 }
 
 /// Shapes of matmul's value cases: (a, b, transpose_a, transpose_b).
-const SHAPES: [(&[i64], &[i64], bool, bool); 10] = [
+const SHAPES: [(&[i64], &[i64], bool, bool); 12] = [
     (&[33, 70], &[70, 45], false, false),
     (&[70, 33], &[70, 45], true, false),
     (&[33, 70], &[45, 70], false, true),
@@ -163,10 +163,13 @@ const SHAPES: [(&[i64], &[i64], bool, bool); 10] = [
     (&[6, 24], &[24], false, false),
     (&[24], &[24], false, false),
     (&[5, 1], &[1, 7], false, false),
+    // past 128 rows and columns, ragged: the large tiles of a GPU backend
+    (&[130, 70], &[70, 141], false, false),
+    (&[2, 150, 40], &[160, 40], false, true),
 ];
 
 /// matmul on every dtype over [`SHAPES`]: plain, transposed by attribute, batched with
-/// broadcasting, vectors on either side (a 0-d result for two), k = 1.
+/// broadcasting, vectors on either side (a 0-d result for two), k = 1, past 128 on both sides.
 pub fn matmul_values(target: &Target) {
     let mut coverage = Coverage::new(target, "matmul", "matmul values").only("matmul");
     let mut draw = Draw::new(70);

@@ -164,6 +164,10 @@ impl Backend for CpuBackend {
         (KDL_CPU, 0)
     }
 
+    fn dlpack_exportable(&self) -> Result<(), String> {
+        Ok(()) // host memory is readable by any consumer
+    }
+
     fn dlpack_export_stream(&self, stream: Option<i64>) -> Result<(), String> {
         match stream {
             None => Ok(()),

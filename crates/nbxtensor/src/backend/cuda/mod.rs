@@ -286,6 +286,10 @@ impl Backend for CudaBackend {
         (KDL_CUDA, self.index as i32)
     }
 
+    fn dlpack_exportable(&self) -> Result<(), String> {
+        Ok(()) // device pointers are what CUDA consumers read
+    }
+
     fn dlpack_export_stream(&self, stream: Option<i64>) -> Result<(), String> {
         // the consumer's stream must see every write queued so far (legacy default when absent)
         let consumer = match stream {

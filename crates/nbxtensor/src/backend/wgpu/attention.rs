@@ -20,18 +20,48 @@ const THREADS: u32 = 256;
 /// The widest value head dim a workgroup holds (4 output columns an invocation).
 const MAX_DV: usize = 4 * THREADS as usize;
 
-fn source(e: Elem, masked: bool) -> String {
+/// How a row's visible keys are known.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keys {
+    /// sdpa: every key, or the bottom-right causal ones, with an additive mask or not.
+    Prefill { masked: bool },
+    /// decode_attention: the valid length read from the device (int32, or int64 when `wide`),
+    /// clamped to the cache; causal rows see up to their place in it.
+    Cached { wide: bool },
+}
+
+/// The kernel of `sdpa` and `decode_attention` (their rows differ only in the keys they see).
+pub(super) fn source(e: Elem, keys: Keys) -> String {
     let w = e.width;
     let mut text = String::from(wgsl::COMMON);
     text += super::binary::FLOAT_HELPERS;
     text += &wgsl::input(0, "q", e);
     text += &wgsl::input(1, "k", e);
     text += &wgsl::input(2, "v", e);
-    let slot = if masked {
-        text += &wgsl::input(3, "m", e);
-        4
-    } else {
-        3
+    let masked = keys == Keys::Prefill { masked: true };
+    let slot = match keys {
+        Keys::Prefill { masked: false } => 3,
+        _ => {
+            // the mask, or the length
+            text += &wgsl::input(3, "m", e);
+            4
+        }
+    };
+    let visible = match keys {
+        Keys::Prefill { .. } => "    var visible = sk;\n    if (p[7] == 1u) {\n        visible = min(sk, select(0u, i + 1u + sk - sq, i + 1u + sk >= sq));\n    }\n".to_string(),
+        Keys::Cached { wide } => {
+            // p[30]: the length's base byte, p[31] its byte stride between batch rows
+            let read = if wide {
+                "let lo = w_m(p[30] + b * p[31]);\n    let hi = w_m(p[30] + b * p[31] + 4u);\n    var len = select(lo, 0u, bitcast<i32>(hi) < 0);\n    if (hi > 0u && bitcast<i32>(hi) > 0) { len = sk; }"
+            } else {
+                "let raw = bitcast<i32>(w_m(p[30] + b * p[31]));\n    var len = select(u32(raw), 0u, raw < 0);"
+            };
+            // read from a writable binding, the count is made uniform through workgroup memory
+            // (the loop over the keys holds barriers)
+            format!(
+                "    {read}\n    len = min(len, sk);\n    var seen = len;\n    if (p[7] == 1u) {{\n        seen = min(len, select(0u, len - sq + 1u + i, len + 1u + i >= sq));\n    }}\n    if (lid == 0u) {{ uniform_keys = seen; }}\n    let visible = workgroupUniformLoad(&uniform_keys);\n"
+            )
+        }
     };
     text += &wgsl::output(slot, "y", e);
     text += &wgsl::params(slot + 1);
@@ -39,6 +69,7 @@ fn source(e: Elem, masked: bool) -> String {
     text += &format!(
         r#"
 var<workgroup> weight: array<f32, {THREADS}>;
+var<workgroup> uniform_keys: u32;
 var<workgroup> red: array<f32, {THREADS}>;
 
 fn block_max(v: f32, lid: u32) -> f32 {{
@@ -82,10 +113,7 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     let b = row / (sq * hq);
     let kh = h / p[6];
     let scale = bitcast<f32>(p[8]);
-    var visible = sk;
-    if (p[7] == 1u) {{
-        visible = min(sk, select(0u, i + 1u + sk - sq, i + 1u + sk >= sq));
-    }}
+{visible}
     let qb = p[21] + b * p[9] + h * p[10] + i * p[11];
     let kb = p[22] + b * p[13] + kh * p[14];
     let vb = p[23] + b * p[17] + kh * p[18];
@@ -189,7 +217,7 @@ fn run(gpu: &Gpu, spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
     params.push(bound[bound.len() - 1].base);
     debug_assert_eq!(params.len(), 30);
     let kernel = format!("sdpa_{}{}", spec.dtype.launch_key(), if masked { "_mask" } else { "" });
-    let pipeline = gpu.pipeline(&kernel, || source(e, masked))?;
+    let pipeline = gpu.pipeline(&kernel, || source(e, Keys::Prefill { masked }))?;
     let operands: Vec<_> = bound.iter().collect();
     gpu.dispatch(&pipeline, &operands, &params, gpu.grid(op, u64::from(rows))?)
 }

@@ -1,9 +1,10 @@
 //! `matmul` and `linear` on a wgpu device (`ops::spec::matmul`) on float32, float16 and
-//! bfloat16, accumulated in float32: a tiled kernel, a workgroup per 64 × 64 tile of the output
-//! and per matrix of the batch, the factors' 16-deep slices staged in workgroup memory, each
-//! invocation accumulating a 4 × 4 block in a fixed order (a replay gives the same bits). Any
-//! layout of either factor is read through its strides (transposes are strides); the batch
-//! dims broadcast.
+//! bfloat16, accumulated in float32: a tiled kernel, a workgroup of 16 × 16 invocations per
+//! output tile and per matrix of the batch, the factors' slices staged in workgroup memory, each
+//! invocation accumulating a block in a fixed order (a replay gives the same bits). Two tiles:
+//! 128 × 128 (8 × 8 an invocation, slices 8 deep) where both sides of the output fill one, else
+//! 64 × 64 (4 × 4, 16 deep). Any layout of either factor is read through its strides
+//! (transposes are strides); the batch dims broadcast.
 
 use super::gpu::Gpu;
 use super::register;
@@ -15,12 +16,23 @@ use crate::ops::spec::FLOATS;
 use crate::shape::{broadcast_strides, walk};
 use crate::tensor::Tensor;
 
-/// The output tile of a workgroup, its depth, and the invocations along each side.
-const TILE: u32 = 64;
-const DEPTH: u32 = 16;
+/// Invocations along each side of a workgroup.
 const SIDE: u32 = 16;
 
-fn source(e: Elem, bias: bool) -> String {
+/// An output tile: its side and the depth of the factors' slices (side × depth elements of each
+/// factor a step: 4 loads an invocation).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Tile {
+    side: u32,
+    depth: u32,
+}
+
+const SMALL: Tile = Tile { side: 64, depth: 16 };
+const LARGE: Tile = Tile { side: 128, depth: 8 };
+
+fn source(e: Elem, bias: bool, tile: Tile) -> String {
+    let Tile { side, depth } = tile;
+    let block = side / SIDE;
     let w = e.width;
     let mut text = String::from(wgsl::COMMON);
     text += &wgsl::input(0, "a", e);
@@ -50,52 +62,52 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     let k = p[2];
     let batch = wid.z;
     let at = walk_batch(batch);
-    let row0 = wid.y * {TILE}u;
-    let col0 = wid.x * {TILE}u;
+    let row0 = wid.y * {side}u;
+    let col0 = wid.x * {side}u;
     let tx = lid % {SIDE}u;
     let ty = lid / {SIDE}u;
-    var acc: array<f32, 16>;
-    for (var k0 = 0u; k0 < k; k0 += {DEPTH}u) {{
+    var acc: array<f32, {cells}>;
+    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
         for (var q = 0u; q < {per}u; q++) {{
             let e = lid + q * {threads}u;
-            let i = e / {DEPTH}u;
-            let d = e % {DEPTH}u;
+            let i = e / {depth}u;
+            let d = e % {depth}u;
             var v = 0.0;
             if (row0 + i < m && k0 + d < k) {{
                 v = ld_a(at[0] + (row0 + i) * p[3] + (k0 + d) * p[4]);
             }}
-            ta[d * {TILE}u + i] = v;
-            let d2 = e / {TILE}u;
-            let j = e % {TILE}u;
+            ta[d * {side}u + i] = v;
+            let d2 = e / {side}u;
+            let j = e % {side}u;
             var u = 0.0;
             if (col0 + j < n && k0 + d2 < k) {{
                 u = ld_b(at[1] + (k0 + d2) * p[5] + (col0 + j) * p[6]);
             }}
-            tb[d2 * {TILE}u + j] = u;
+            tb[d2 * {side}u + j] = u;
         }}
         workgroupBarrier();
-        for (var d = 0u; d < {DEPTH}u; d++) {{
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var r = 0u; r < 4u; r++) {{
-                av[r] = ta[d * {TILE}u + ty * 4u + r];
-                bv[r] = tb[d * {TILE}u + tx * 4u + r];
+        for (var d = 0u; d < {depth}u; d++) {{
+            var av: array<f32, {block}>;
+            var bv: array<f32, {block}>;
+            for (var r = 0u; r < {block}u; r++) {{
+                av[r] = ta[d * {side}u + ty * {block}u + r];
+                bv[r] = tb[d * {side}u + tx * {block}u + r];
             }}
-            for (var r = 0u; r < 4u; r++) {{
-                for (var c = 0u; c < 4u; c++) {{
-                    acc[r * 4u + c] = acc[r * 4u + c] + av[r] * bv[c];
+            for (var r = 0u; r < {block}u; r++) {{
+                for (var c = 0u; c < {block}u; c++) {{
+                    acc[r * {block}u + c] = acc[r * {block}u + c] + av[r] * bv[c];
                 }}
             }}
         }}
         workgroupBarrier();
     }}
     let out = p[7] + batch * m * n * {w}u;
-    for (var r = 0u; r < 4u; r++) {{
-        for (var c = 0u; c < 4u; c++) {{
-            let gi = row0 + ty * 4u + r;
-            let gj = col0 + tx * 4u + c;
+    for (var r = 0u; r < {block}u; r++) {{
+        for (var c = 0u; c < {block}u; c++) {{
+            let gi = row0 + ty * {block}u + r;
+            let gj = col0 + tx * {block}u + c;
             if (gi < m && gj < n) {{
-                var v = acc[r * 4u + c];
+                var v = acc[r * {block}u + c];
                 {add_bias}
                 st_y(out + (gi * n + gj) * {w}u, v);
             }}
@@ -103,10 +115,11 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     }}
 }}
 "#,
-        a_tile = TILE * DEPTH,
-        b_tile = TILE * DEPTH,
+        a_tile = side * depth,
+        b_tile = side * depth,
         threads = SIDE * SIDE,
-        per = TILE * DEPTH / (SIDE * SIDE)
+        per = side * depth / (SIDE * SIDE),
+        cells = block * block
     );
     text
 }
@@ -151,17 +164,18 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
     let bias = if shapes.bias { bound[2].base } else { 0 };
     let mut params = vec![m, n, k, bytes(sa_m), bytes(sa_k), bytes(sb_k), bytes(sb_n), out.base, bound[0].base, bound[1].base, 0, bias];
     params.extend(wgsl::walk_params(op, &walked, &[(bound[0].base, e.width), (bound[1].base, e.width)])?);
+    let tile = if m >= LARGE.side && n >= LARGE.side { LARGE } else { SMALL };
     let max = u64::from(gpu.facts.max_groups);
-    let groups = [u64::from(n.div_ceil(TILE)), u64::from(m.div_ceil(TILE)), count as u64];
+    let groups = [u64::from(n.div_ceil(tile.side)), u64::from(m.div_ceil(tile.side)), count as u64];
     if groups.iter().any(|&g| g > max) {
         return Err(KernelError::Invalid(format!(
             "{op}: {groups:?} workgroups ({}x{} tiles, a batch of {count}) pass the adapter's {max} a dispatch dimension",
-            m.div_ceil(TILE),
-            n.div_ceil(TILE)
+            m.div_ceil(tile.side),
+            n.div_ceil(tile.side)
         )));
     }
-    let kernel = format!("matmul_{}{}", spec.dtype.launch_key(), if shapes.bias { "_bias" } else { "" });
-    let pipeline = gpu.pipeline(&kernel, || source(e, shapes.bias))?;
+    let kernel = format!("matmul_{}_{}{}", spec.dtype.launch_key(), tile.side, if shapes.bias { "_bias" } else { "" });
+    let pipeline = gpu.pipeline(&kernel, || source(e, shapes.bias, tile))?;
     let operands: Vec<_> = bound.iter().collect();
     gpu.dispatch(&pipeline, &operands, &params, [groups[0] as u32, groups[1] as u32, groups[2] as u32])
 }

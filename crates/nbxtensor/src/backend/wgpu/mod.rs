@@ -14,6 +14,7 @@ mod attention;
 mod binary;
 mod cast;
 mod copy;
+mod decode;
 mod elementwise;
 mod gather;
 mod gpu;
@@ -65,6 +66,7 @@ pub fn launches() -> &'static LaunchTable {
         matmul::register_all(&mut table);
         gather::register_all(&mut table);
         attention::register_all(&mut table);
+        decode::register_all(&mut table);
         table
     })
 }
@@ -219,11 +221,15 @@ impl Backend for WgpuBackend {
         (code, self.index as i32)
     }
 
-    fn dlpack_export_stream(&self, _: Option<i64>) -> std::result::Result<(), String> {
+    fn dlpack_exportable(&self) -> std::result::Result<(), String> {
         Err(format!(
-            "__dlpack__: {} memory cannot be exported: a wgpu buffer has no address another library could read; copy it to the host first",
+            "{} memory cannot be exported: a wgpu buffer has no address another library could read; copy it to the host first",
             self.device()
         ))
+    }
+
+    fn dlpack_export_stream(&self, _: Option<i64>) -> std::result::Result<(), String> {
+        Ok(()) // commands run in submission order; an export is refused by `dlpack_exportable`
     }
 
     fn dlpack_import_stream(&self) -> std::result::Result<Option<i64>, String> {
