@@ -131,7 +131,8 @@ def main():
     vulkan = [d for d in runtime.devices() if d["kind"] == DEVICE]
     if not vulkan:
         raise SystemExit(f"no Vulkan adapter: {runtime.unavailable_reason('vulkan')}")
-    print(f"adapter: {vulkan[0]['name']} ({vulkan[0]['driver']}), software {vulkan[0]['software']}")
+    a = vulkan[0]
+    print(f"adapter: {a['name']} ({a['driver']}), software {a['software']}, denorm_preserve {a['denorm_preserve']}, spirv_built_here {a['spirv_built_here']}")
     torch = peer()
     rows = []
     copy = copy_bandwidth(torch, args.repeats) if torch is not None else None

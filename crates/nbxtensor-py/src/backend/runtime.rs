@@ -99,7 +99,8 @@ fn overlapped_launches() -> bool {
 /// `index`, `name`, `total_memory` (None where the API does not say), and the kind's own: for
 /// CUDA arch, multiprocessors, l2_bytes, max_shared_per_block; for wgpu driver, software (a
 /// rasterizer on the host, such as lavapipe), subgroup_sizes, shader_f16, shader_f64,
-/// max_binding.
+/// max_binding, denorm_preserve (float32 subnormals kept), spirv_built_here (the kernels go to
+/// the driver as SPIR-V built by the library, with its float controls).
 #[pyfunction]
 fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     let mut out = Vec::new();
@@ -130,6 +131,8 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             dict.set_item("shader_f16", facts.shader_f16)?;
             dict.set_item("shader_f64", facts.shader_f64)?;
             dict.set_item("max_binding", facts.max_binding)?;
+            dict.set_item("denorm_preserve", facts.float_controls.denorm_preserve)?;
+            dict.set_item("spirv_built_here", facts.passthrough)?;
             out.push(dict);
         }
     }

@@ -14,6 +14,7 @@ mod error;
 mod fits;
 mod host;
 mod planner;
+mod pool;
 
 pub use allocator::Allocator;
 pub use arena::{Arena, Region};
@@ -22,3 +23,4 @@ pub use error::MemoryError;
 pub use fits::check_fits;
 pub use host::{host_allocator, HostAllocator, HostBlock, HostCharge, HOST_ALIGNMENT};
 pub use planner::{BufferRequest, Order, Plan, PlanError};
+pub use pool::size_class;

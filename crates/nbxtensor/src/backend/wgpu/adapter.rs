@@ -3,6 +3,7 @@
 //! (binding sizes, offset alignment, workgroup sizes, subgroup widths, the memory) are read
 //! from the adapter, and checked against the device file where one names the adapter.
 
+pub use super::spirv::FloatControls;
 use crate::facts;
 use crate::memory::DeviceKind;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -106,6 +107,11 @@ pub struct AdapterFacts {
     pub max_groups: u32,
     /// The bytes of its own memory (the device-local heap), where the API says.
     pub memory: Option<u64>,
+    /// The float controls the device honours (Vulkan's; none elsewhere).
+    pub float_controls: FloatControls,
+    /// Whether kernels can be handed to the driver as built here (wgpu's passthrough shaders):
+    /// the way they declare the float controls.
+    pub passthrough: bool,
 }
 
 fn facts_of(api: Api, adapter: &wgpu::Adapter) -> AdapterFacts {
@@ -125,6 +131,28 @@ fn facts_of(api: Api, adapter: &wgpu::Adapter) -> AdapterFacts {
         max_workgroup_memory: limits.max_compute_workgroup_storage_size,
         max_groups: limits.max_compute_workgroups_per_dimension,
         memory: local_memory(api, adapter),
+        float_controls: float_controls(api, adapter),
+        passthrough: api == Api::Vulkan && adapter.features().contains(wgpu::Features::PASSTHROUGH_SHADERS),
+    }
+}
+
+/// The float controls of a Vulkan adapter (`VkPhysicalDeviceFloatControlsProperties`).
+fn float_controls(api: Api, adapter: &wgpu::Adapter) -> FloatControls {
+    if api != Api::Vulkan {
+        return FloatControls::default();
+    }
+    // SAFETY: the raw handles are only read here, while the adapter lives.
+    let Some(hal) = (unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }) else {
+        return FloatControls::default();
+    };
+    let instance = hal.shared_instance().raw_instance();
+    let mut controls = ash::vk::PhysicalDeviceFloatControlsProperties::default();
+    let mut properties = ash::vk::PhysicalDeviceProperties2::default().push_next(&mut controls);
+    // SAFETY: a query of a physical device of this instance (Vulkan 1.1, which wgpu requires).
+    unsafe { instance.get_physical_device_properties2(hal.raw_physical_device(), &mut properties) };
+    FloatControls {
+        denorm_preserve: controls.shader_denorm_preserve_float32 == ash::vk::TRUE,
+        signed_zero_inf_nan: controls.shader_signed_zero_inf_nan_preserve_float32 == ash::vk::TRUE,
     }
 }
 
@@ -182,7 +210,7 @@ pub fn open(api: Api, index: u32) -> Result<Opened, String> {
     check_against_file(&label, &facts)?;
     let descriptor = wgpu::DeviceDescriptor {
         label: Some("nbxtensor"),
-        required_features: adapter.features() & wgpu::Features::SHADER_F64,
+        required_features: adapter.features() & (wgpu::Features::SHADER_F64 | wgpu::Features::PASSTHROUGH_SHADERS),
         required_limits: adapter.limits(),
         ..Default::default()
     };

@@ -1,7 +1,7 @@
 //! Elementwise kernels (`map`): inputs walked through their strides (broadcasts included) into
-//! a contiguous output, one WGSL expression per element. An invocation writes one whole output
-//! word (four bool or 8-bit elements, two of 16 bits, one element of 32 or 64 bits), so no two
-//! invocations share a word; an output starts on a word, as every fresh output does (blocks and
+//! a contiguous output, one WGSL expression per element. An invocation writes whole output words
+//! (four bool or 8-bit elements a word, two of 16 bits, one element of 32 or 64 bits), [`WORDS`]
+//! of them a grid apart, so no two invocations share a word; an output starts on a word, as every fresh output does (blocks and
 //! planned offsets are aligned).
 
 use super::gpu::Gpu;
@@ -12,6 +12,9 @@ use crate::tensor::Tensor;
 
 /// Invocations per workgroup of the elementwise kernels.
 pub const THREADS: u32 = 256;
+
+/// Output words an invocation writes, a grid's width apart (more loads in flight per invocation).
+const WORDS: u32 = 4;
 
 /// One elementwise kernel: its name (unique per body and dtypes), its inputs and output, and
 /// the WGSL that computes `v` (of the output's type) from `x0`, `x1`, … (the inputs' elements,
@@ -64,7 +67,9 @@ fn compose(map: &Map<'_>) -> String {
 @compute @workgroup_size({THREADS})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
     let n = p[0];
-    let t = invocation(gid, groups);
+    let stride = groups.x * groups.y * {THREADS}u;
+    for (var pass_ = 0u; pass_ < {WORDS}u; pass_++) {{
+    let t = invocation(gid, groups) + pass_ * stride;
     if (t * {per}u >= n) {{
         return;
     }}
@@ -75,7 +80,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }}
 {at}{loads}{body}
 {store}    }}
-{after}}}
+{after}    }}
+}}
 "#,
         body = map.body
     );
@@ -117,7 +123,7 @@ impl Gpu {
         let pipeline = self.pipeline(&map.name, || compose(&map))?;
         let mut bound: Vec<&super::pipeline::Bound> = inputs.iter().collect();
         bound.push(&output);
-        let groups = self.grid(op, u64::from(n.div_ceil(per)).div_ceil(u64::from(THREADS)))?;
+        let groups = self.grid(op, u64::from(n.div_ceil(per)).div_ceil(u64::from(THREADS * WORDS)))?;
         self.dispatch(&pipeline, &bound, &params, groups)
     }
 }

@@ -78,16 +78,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }}
 {after}}}
 "#,
-        raw_i = raw("i"),
-        raw_x = raw("x"),
+        raw_i = raw("i", 4),
+        raw_x = raw("x", width),
         walk = wgsl::walker("walk", 1, 11),
     )
 }
 
-/// `w_<name>(byte)`: the 32 bits from `byte` of a binding, at any alignment.
-fn raw(name: &str) -> String {
+/// `w_<name>(byte)`: the bits of an element of `width` bytes from `byte` of a binding, at any
+/// alignment (the next word read only where the element reaches into it).
+fn raw(name: &str, width: u32) -> String {
+    let bits = 8 * width.min(4);
     format!(
-        "fn w_{name}(b: u32) -> u32 {{\n    let j = b >> 2u;\n    let s = (b & 3u) * 8u;\n    if (s == 0u) {{ return {name}[j]; }}\n    return ({name}[j] >> s) | ({name}[j + 1u] << (32u - s));\n}}\n"
+        "fn w_{name}(b: u32) -> u32 {{\n    let j = b >> 2u;\n    let s = (b & 3u) * 8u;\n    if (s + {bits}u <= 32u) {{ return {name}[j] >> s; }}\n    return ({name}[j] >> s) | ({name}[j + 1u] << (32u - s));\n}}\n"
     )
 }
 

@@ -27,6 +27,10 @@ pub struct Gpu {
     pub(super) next_block: AtomicU64,
     /// Bytes of live blocks.
     pub(super) in_use: AtomicU64,
+    /// Freed pooled buffers, by size class, waiting for a request of their class.
+    pub(super) parked: Mutex<HashMap<u64, Vec<Arc<wgpu::Buffer>>>>,
+    /// Bytes of the parked buffers.
+    pub(super) parked_bytes: AtomicU64,
     /// Commands encoded and not yet submitted.
     pub(super) pending: Mutex<Pending>,
     /// Compiled pipelines, by kernel name.
@@ -73,6 +77,8 @@ pub fn gpu(api: Api, index: u32) -> Result<&'static Gpu, String> {
                 blocks: Mutex::new(HashMap::new()),
                 next_block: AtomicU64::new(1),
                 in_use: AtomicU64::new(0),
+                parked: Mutex::new(HashMap::new()),
+                parked_bytes: AtomicU64::new(0),
                 pending: Mutex::new(Pending::default()),
                 pipelines: Pipelines::default(),
                 placeholder: OnceLock::new(),

@@ -47,6 +47,51 @@ fn source(e: Elem, bias: bool, tile: Tile) -> String {
     text += &wgsl::params(slot + 1);
     text += &wgsl::walker("walk_batch", 2, 12);
     let add_bias = if bias { format!("v = v + ld_c(p[11] + gj * {w}u);") } else { String::new() };
+    // the invocation's block in scalar registers, every product written out (no indexed array:
+    // a compiler may put one in local memory)
+    let cells: Vec<(u32, u32)> = (0..block).flat_map(|r| (0..block).map(move |c| (r, c))).collect();
+    let accumulators: String = cells.iter().map(|(r, c)| format!("    var acc_{r}_{c} = 0.0;\n")).collect();
+    let mut products = String::new();
+    for r in 0..block {
+        products += &format!("            let a{r} = ta[d * {side}u + ty * {block}u + {r}u];\n");
+    }
+    for c in 0..block {
+        products += &format!("            let b{c} = tb[d * {side}u + tx * {block}u + {c}u];\n");
+    }
+    for (r, c) in &cells {
+        products += &format!("            acc_{r}_{c} = acc_{r}_{c} + a{r} * b{c};\n");
+    }
+    // the slices' elements this invocation moves: `per` of each factor, as registers
+    let per = side * depth / (SIDE * SIDE);
+    let load = |k0: &str| -> String {
+        (0..per)
+            .map(|q| {
+                format!(
+                    "        {{\n            let e = lid + {q}u * {threads}u;\n            let i = e / {depth}u;\n            let d = e % {depth}u;\n            ra{q} = 0.0;\n            if (row0 + i < m && {k0} + d < k) {{ ra{q} = ld_a(at[0] + (row0 + i) * p[3] + ({k0} + d) * p[4]); }}\n            let d2 = e / {side}u;\n            let j = e % {side}u;\n            rb{q} = 0.0;\n            if (col0 + j < n && {k0} + d2 < k) {{ rb{q} = ld_b(at[1] + ({k0} + d2) * p[5] + (col0 + j) * p[6]); }}\n        }}\n",
+                    threads = SIDE * SIDE
+                )
+            })
+            .collect()
+    };
+    let registers: String = (0..per).map(|q| format!("    var ra{q} = 0.0;\n    var rb{q} = 0.0;\n")).collect();
+    let load_first = format!("{registers}{}", load("0u"));
+    let load_next = load("(k0 + {depth}u)".replace("{depth}", &depth.to_string()).as_str());
+    let stage: String = (0..per)
+        .map(|q| {
+            format!(
+                "        {{\n            let e = lid + {q}u * {threads}u;\n            ta[(e % {depth}u) * {side}u + e / {depth}u] = ra{q};\n            tb[e] = rb{q};\n        }}\n",
+                threads = SIDE * SIDE
+            )
+        })
+        .collect();
+    let stores: String = cells
+        .iter()
+        .map(|(r, c)| {
+            format!(
+                "    {{\n        let gi = row0 + ty * {block}u + {r}u;\n        let gj = col0 + tx * {block}u + {c}u;\n        if (gi < m && gj < n) {{\n            var v = acc_{r}_{c};\n            {add_bias}\n            st_y(out + (gi * n + gj) * {w}u, v);\n        }}\n    }}\n"
+            )
+        })
+        .collect();
     text += &format!(
         r#"
 var<workgroup> ta: array<f32, {a_tile}>;
@@ -66,60 +111,23 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     let col0 = wid.x * {side}u;
     let tx = lid % {SIDE}u;
     let ty = lid / {SIDE}u;
-    var acc: array<f32, {cells}>;
-    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
-        for (var q = 0u; q < {per}u; q++) {{
-            let e = lid + q * {threads}u;
-            let i = e / {depth}u;
-            let d = e % {depth}u;
-            var v = 0.0;
-            if (row0 + i < m && k0 + d < k) {{
-                v = ld_a(at[0] + (row0 + i) * p[3] + (k0 + d) * p[4]);
-            }}
-            ta[d * {side}u + i] = v;
-            let d2 = e / {side}u;
-            let j = e % {side}u;
-            var u = 0.0;
-            if (col0 + j < n && k0 + d2 < k) {{
-                u = ld_b(at[1] + (k0 + d2) * p[5] + (col0 + j) * p[6]);
-            }}
-            tb[d2 * {side}u + j] = u;
-        }}
-        workgroupBarrier();
+{accumulators}
+    // the first slices in registers; each step stores them, then reads the next slices
+    // while it multiplies (the loads' latency behind the products)
+{load_first}    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
+{stage}        workgroupBarrier();
+        if (k0 + {depth}u < k) {{
+{load_next}        }}
         for (var d = 0u; d < {depth}u; d++) {{
-            var av: array<f32, {block}>;
-            var bv: array<f32, {block}>;
-            for (var r = 0u; r < {block}u; r++) {{
-                av[r] = ta[d * {side}u + ty * {block}u + r];
-                bv[r] = tb[d * {side}u + tx * {block}u + r];
-            }}
-            for (var r = 0u; r < {block}u; r++) {{
-                for (var c = 0u; c < {block}u; c++) {{
-                    acc[r * {block}u + c] = acc[r * {block}u + c] + av[r] * bv[c];
-                }}
-            }}
-        }}
+{products}        }}
         workgroupBarrier();
     }}
     let out = p[7] + batch * m * n * {w}u;
-    for (var r = 0u; r < {block}u; r++) {{
-        for (var c = 0u; c < {block}u; c++) {{
-            let gi = row0 + ty * {block}u + r;
-            let gj = col0 + tx * {block}u + c;
-            if (gi < m && gj < n) {{
-                var v = acc[r * {block}u + c];
-                {add_bias}
-                st_y(out + (gi * n + gj) * {w}u, v);
-            }}
-        }}
-    }}
-}}
+{stores}}}
 "#,
         a_tile = side * depth,
         b_tile = side * depth,
         threads = SIDE * SIDE,
-        per = side * depth / (SIDE * SIDE),
-        cells = block * block
     );
     text
 }

@@ -1,7 +1,10 @@
-//! Device memory: a wgpu buffer per block, counted against the memory limit. wgpu buffers
-//! have no addresses, so each block is named by a virtual one: its number in the high bits,
-//! the byte within it in the low [`OFFSET_BITS`]. The layers above add offsets to it as they
-//! would to a device address; [`Gpu::locate`] turns one back into (buffer, byte).
+//! Device memory: a wgpu buffer per block, counted against the memory limit. An eager op's
+//! block takes a size class (`memory::size_class`) and, freed, waits in a pool for the next
+//! request of its class (up to a quarter of the limit), as the CUDA allocator's do: the driver
+//! is not asked for memory at every call. A program's arena is one exact, unpooled block.
+//! wgpu buffers have no addresses, so each block is named by a virtual one: its number in the
+//! high bits, the byte within it in the low [`OFFSET_BITS`]. The layers above add offsets to it
+//! as they would to a device address; [`Gpu::locate`] turns one back into (buffer, byte).
 //!
 //! Host copies go through staging buffers (`write_buffer`, and a mapped read-back buffer),
 //! after the commands queued before them.
@@ -25,12 +28,13 @@ pub const ALIGNMENT: u64 = 256;
 /// wgpu's copy granularity: host and buffer copies move whole 4-byte words.
 const WORD: u64 = 4;
 
-/// A block: one buffer, freed when dropped.
+/// A block: one buffer, back in its pool (or freed) when dropped.
 pub struct WgpuBlock {
     gpu: &'static Gpu,
     number: u64,
     len: usize,
     taken: u64,
+    pooled: bool,
 }
 
 impl DeviceBlock for WgpuBlock {
@@ -48,15 +52,29 @@ impl Drop for WgpuBlock {
         if self.taken == 0 {
             return;
         }
-        // wgpu keeps the buffer alive until the commands that use it have run
-        self.gpu.blocks.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.number);
-        self.gpu.in_use.fetch_sub(self.taken, Ordering::SeqCst);
+        let gpu = self.gpu;
+        let buffer = gpu.blocks.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.number);
+        gpu.in_use.fetch_sub(self.taken, Ordering::SeqCst);
+        let park_up_to = gpu.limit().map_or(0, |l| l / 4);
+        if let (true, Some(buffer)) = (self.pooled, buffer) {
+            // the queue orders every later use after the commands that used it
+            if gpu.parked_bytes.load(Ordering::SeqCst) + self.taken <= park_up_to {
+                gpu.parked.lock().unwrap_or_else(|e| e.into_inner()).entry(self.taken).or_default().push(buffer);
+                gpu.parked_bytes.fetch_add(self.taken, Ordering::SeqCst);
+            }
+        }
+        // otherwise wgpu frees the buffer once the commands that use it have run
     }
 }
 
-/// The bytes a block of `bytes` takes: its size rounded up to [`ALIGNMENT`].
+/// The bytes an exact block of `bytes` (an arena) takes: its size rounded up to [`ALIGNMENT`].
 pub fn taken(bytes: u64) -> u64 {
     bytes.div_ceil(ALIGNMENT).saturating_mul(ALIGNMENT)
+}
+
+/// The bytes a pooled block of `bytes` takes: its size class.
+pub fn pooled(bytes: u64) -> u64 {
+    usize::try_from(bytes).map_or(u64::MAX, |b| crate::memory::size_class(b) as u64)
 }
 
 fn round_down(x: u64, to: u64) -> u64 {
@@ -94,12 +112,20 @@ impl Gpu {
         Ok(memory_limit::effective_limit(self.memory()?))
     }
 
-    /// A block of `bytes` (its size rounded to [`ALIGNMENT`]), refused over the memory limit
-    /// or over the adapter's largest buffer.
+    /// A block of `bytes` of its size class, from the pool where one waits there; refused
+    /// over the memory limit or over the adapter's largest buffer.
     pub fn alloc(&'static self, bytes: usize) -> Result<WgpuBlock, MemoryError> {
-        let taken = taken(bytes as u64);
+        self.allocate(bytes, pooled(bytes as u64), true)
+    }
+
+    /// A block of exactly `bytes` (rounded to [`ALIGNMENT`]), not pooled: a program's arena.
+    pub fn alloc_exact(&'static self, bytes: usize) -> Result<WgpuBlock, MemoryError> {
+        self.allocate(bytes, taken(bytes as u64), false)
+    }
+
+    fn allocate(&'static self, bytes: usize, taken: u64, pooled: bool) -> Result<WgpuBlock, MemoryError> {
         if taken == 0 {
-            return Ok(WgpuBlock { gpu: self, number: 0, len: 0, taken: 0 });
+            return Ok(WgpuBlock { gpu: self, number: 0, len: 0, taken: 0, pooled });
         }
         if taken >= 1 << OFFSET_BITS || taken > self.facts.max_buffer {
             return Err(self.memory_error(format!(
@@ -113,20 +139,44 @@ impl Gpu {
             self.in_use.fetch_sub(taken, Ordering::SeqCst);
             return Err(MemoryError::OverLimit { device: self.label(), asked: bytes as u64, in_use, limit });
         }
+        let parked = pooled.then(|| self.parked.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&taken)?.pop());
+        let buffer = match parked.flatten() {
+            Some(buffer) => {
+                self.parked_bytes.fetch_sub(taken, Ordering::SeqCst);
+                buffer
+            }
+            None => {
+                let mut made = self.create(taken);
+                if made.is_none() && self.parked_bytes.load(Ordering::SeqCst) > 0 {
+                    // the driver refused: give the parked buffers back and ask again
+                    self.parked.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                    self.parked_bytes.store(0, Ordering::SeqCst);
+                    made = self.create(taken);
+                }
+                match made {
+                    Some(buffer) => Arc::new(buffer),
+                    None => {
+                        self.in_use.fetch_sub(taken, Ordering::SeqCst);
+                        return Err(MemoryError::Refused { device: self.label(), asked: bytes as u64 });
+                    }
+                }
+            }
+        };
+        let number = self.block_number();
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(number, buffer);
+        Ok(WgpuBlock { gpu: self, number, len: bytes, taken, pooled })
+    }
+
+    /// A new buffer of `size` bytes, `None` where the driver is out of memory.
+    fn create(&self, size: u64) -> Option<wgpu::Buffer> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
-            size: taken,
+            size,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        if pollster::block_on(scope.pop()).is_some() {
-            self.in_use.fetch_sub(taken, Ordering::SeqCst);
-            return Err(MemoryError::Refused { device: self.label(), asked: bytes as u64 });
-        }
-        let number = self.block_number();
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner()).insert(number, Arc::new(buffer));
-        Ok(WgpuBlock { gpu: self, number, len: bytes, taken })
+        pollster::block_on(scope.pop()).is_none().then_some(buffer)
     }
 
     /// The buffer holding virtual `address`, and the byte within it; refused (naming the

@@ -25,6 +25,7 @@ mod pipeline;
 mod queue;
 mod reduce;
 mod rows;
+mod spirv;
 mod unary;
 mod wgsl;
 
@@ -173,7 +174,7 @@ impl Backend for WgpuBackend {
     }
 
     fn alloc_exact(&self, bytes: usize) -> std::result::Result<Block, MemoryError> {
-        Ok(Box::new(self.gpu()?.alloc(bytes)?))
+        Ok(Box::new(self.gpu()?.alloc_exact(bytes)?))
     }
 
     fn allocated_bytes(&self, bytes: u64) -> u64 {
@@ -181,7 +182,7 @@ impl Backend for WgpuBackend {
     }
 
     fn pooled_bytes(&self, bytes: u64) -> u64 {
-        memory::taken(bytes)
+        memory::pooled(bytes)
     }
 
     fn in_use(&self) -> u64 {

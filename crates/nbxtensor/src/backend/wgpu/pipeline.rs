@@ -42,24 +42,69 @@ impl Gpu {
         }
         let source = compose();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(name),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(name),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let pipeline = if self.facts.passthrough {
+            self.passthrough(name, &source)?
+        } else {
+            let descriptor =
+                wgpu::ShaderModuleDescriptor { label: Some(name), source: wgpu::ShaderSource::Wgsl(source.into()) };
+            // SAFETY: the kernels index only inside the windows they are given (their launches
+            // size every window to the operand's reach, and the conformance suite runs each on
+            // every layout it serves) and every loop ends; the checks naga would otherwise put
+            // on each access and loop cost the inner loops of every kernel.
+            let module =
+                unsafe { self.device.create_shader_module_trusted(descriptor, wgpu::ShaderRuntimeChecks::unchecked()) };
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(device_error(self, format!("kernel {name} did not compile: {error}")));
         }
         let pipeline = Arc::new(pipeline);
         pipelines.insert(name.to_string(), Arc::clone(&pipeline));
         Ok(pipeline)
+    }
+
+    /// The pipeline of `source` through SPIR-V built here, with the float controls the device
+    /// honours (`spirv.rs`), handed to the driver as it is.
+    fn passthrough(&self, name: &str, source: &str) -> Result<wgpu::ComputePipeline> {
+        let compiled = super::spirv::compile(source, self.facts.float_controls)
+            .map_err(|e| device_error(self, format!("kernel {name} did not compile: {e}")))?;
+        let entry = wgpu::PassthroughShaderEntryPoint {
+            name: "main".into(),
+            workgroup_size: (compiled.workgroup[0], compiled.workgroup[1], compiled.workgroup[2]),
+        };
+        let descriptor = wgpu::ShaderModuleDescriptorPassthrough {
+            label: Some(name),
+            entry_points: std::borrow::Cow::Owned(vec![entry]),
+            spirv: Some(std::borrow::Cow::Owned(compiled.words)),
+            ..Default::default()
+        };
+        // SAFETY: the module is naga's SPIR-V of WGSL naga validated, plus the float controls the
+        // device reported it honours; its bindings are the layout below.
+        let module = unsafe { self.device.create_shader_module_passthrough(descriptor) };
+        let group = self.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(name),
+            entries: &compiled.layout,
+        });
+        let layout = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(name),
+            bind_group_layouts: &[Some(&group)],
+            immediate_size: 0,
+        });
+        Ok(self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(name),
+            layout: Some(&layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        }))
     }
 
     /// The window binding `len` bytes from virtual `address`, its operand's element 0 at byte

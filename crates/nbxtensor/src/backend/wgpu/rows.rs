@@ -59,87 +59,109 @@ fn head() -> String {
 
 const MAIN: &str = "@compute @workgroup_size(256)\nfn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n    let lid = lid3.x;\n    let row = wid.x + wid.y * groups.x;\n    if (row >= p[0]) { return; }\n    let n = p[1];\n";
 
-fn softmax_source(spec: &Softmax, e: Elem) -> String {
-    let last = if spec.log { "x - top - log(total)" } else { "div_rn(exp(x - top), total)" };
+/// Row elements an invocation holds in registers where the row fits in them (256 × 16 = 4096
+/// elements): the row is then read once, not once per pass.
+const CACHED: u32 = 16;
+
+/// The WGSL running `body` over the row elements of this invocation: `{i}` is the element's
+/// index, `{v}` its value (read by `load`, in which `{i}` stands for the index). Cached, the
+/// values were read once into registers `c0 ..` by [`cache`]; else each pass reads them again.
+fn each(cached: bool, load: &str, body: &str) -> String {
+    if !cached {
+        let value = load.replace("{i}", "i");
+        let body = body.replace("{i}", "i").replace("{v}", &format!("({value})"));
+        return format!("    for (var i = lid; i < n; i += {THREADS}u) {{\n        {body}\n    }}\n");
+    }
+    (0..CACHED)
+        .map(|c| format!("    if (i{c} < n) {{\n        {}\n    }}\n", body.replace("{i}", &format!("i{c}")).replace("{v}", &format!("c{c}"))))
+        .collect()
+}
+
+/// The WGSL reading this invocation's row elements into registers (cached rows only).
+fn cache(cached: bool, load: &str) -> String {
+    if !cached {
+        return String::new();
+    }
+    (0..CACHED)
+        .map(|c| {
+            let value = load.replace("{i}", &format!("i{c}"));
+            format!("    let i{c} = lid + {}u;\n    var c{c} = 0.0;\n    if (i{c} < n) {{ c{c} = {value}; }}\n", c * THREADS)
+        })
+        .collect()
+}
+
+fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
+    let w = e.width;
+    let load = format!("ld_x(p[3] + (first + {{i}} * inner) * {w}u)");
+    let last = if spec.log { "{v} - top - log(total)" } else { "div_rn(exp({v} - top), total)" };
+    let store = format!("st_y(p[4] + (first + {{i}} * inner) * {w}u, {last});");
     format!(
         r#"{head}{x}{y}{params}
 {MAIN}    // p: rows, n, inner extent B, x base, y base; element i of row (a, b) at a·n·B + i·B + b
     let inner = p[2];
     let first = (row / inner) * n * inner + row % inner;
-    var top = bitcast<f32>(0xff800000u);
-    for (var i = lid; i < n; i += {THREADS}u) {{
-        let x = ld_x(p[3] + (first + i * inner) * {w}u);
-        if (!is_nan(x) && x > top) {{ top = x; }}
-    }}
-    top = reduce_max(top, lid);
+{cache}    var top = bitcast<f32>(0xff800000u);
+{max}    top = reduce_max(top, lid);
     var sum = 0.0;
-    for (var i = lid; i < n; i += {THREADS}u) {{
-        sum += exp(ld_x(p[3] + (first + i * inner) * {w}u) - top);
-    }}
-    let total = reduce_sum(sum, lid);
-    for (var i = lid; i < n; i += {THREADS}u) {{
-        let x = ld_x(p[3] + (first + i * inner) * {w}u);
-        st_y(p[4] + (first + i * inner) * {w}u, {last});
-    }}
-}}
+{sum}    let total = reduce_sum(sum, lid);
+{write}}}
 "#,
         head = head(),
         x = wgsl::input(0, "x", e),
         y = wgsl::output(1, "y", e),
         params = wgsl::params(2),
-        w = e.width
+        cache = cache(cached, &load),
+        max = each(cached, &load, "let x = {v};\n        if (!is_nan(x) && x > top) { top = x; }"),
+        sum = each(cached, &load, "sum += exp({v} - top);"),
+        write = each(cached, &load, &store),
     )
 }
 
-fn norm_source(spec: &Norm, e: Elem) -> String {
+fn norm_source(spec: &Norm, e: Elem, cached: bool) -> String {
     let w = e.width;
     let mut text = head();
     // the element a norm reads: x, or for add_rms_norm the sum rounded to the dtype as `add`
     // rounds it (bit for bit what `add` then `rms_norm` read)
     let load = if spec.residual {
-        format!("{}", e.decoded(&e.encoded(&format!("ld_x(xb + i * {w}u) + ld_r(rb + i * {w}u)"))))
+        e.decoded(&e.encoded(&format!("ld_x(xb + {{i}} * {w}u) + ld_r(rb + {{i}} * {w}u)")))
     } else {
-        format!("ld_x(xb + i * {w}u)")
+        format!("ld_x(xb + {{i}} * {w}u)")
     };
-    let (stats, value) = if spec.layer {
-        (
-            format!(
-                r#"    var s = 0.0;
-    for (var i = lid; i < n; i += {THREADS}u) {{ s += {load}; }}
-    let mean = reduce_sum(s, lid) / f32(n);
-    var q = 0.0;
-    for (var i = lid; i < n; i += {THREADS}u) {{ let d = {load} - mean; q += d * d; }}
-    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);
-"#
-            ),
-            format!("({load} - mean) * scale * ld_w(p[4] + i * {w}u) + ld_b(p[5] + i * {w}u)"),
+    let stats = if spec.layer {
+        format!(
+            "    var s = 0.0;\n{}    let mean = reduce_sum(s, lid) / f32(n);\n    var q = 0.0;\n{}    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n",
+            each(cached, &load, "s += {v};"),
+            each(cached, &load, "let d = {v} - mean;\n        q += d * d;")
         )
     } else {
-        (
-            format!(
-                "    var q = 0.0;\n    for (var i = lid; i < n; i += {THREADS}u) {{ let v = {load}; q += v * v; }}\n    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n"
-            ),
-            format!("{load} * scale * ld_w(p[4] + i * {w}u)"),
+        format!(
+            "    var q = 0.0;\n{}    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n",
+            each(cached, &load, "let v = {v};\n        q += v * v;")
         )
+    };
+    let value = if spec.layer {
+        format!("({{v}} - mean) * scale * ld_w(p[4] + {{i}} * {w}u) + ld_b(p[5] + {{i}} * {w}u)")
+    } else {
+        format!("{{v}} * scale * ld_w(p[4] + {{i}} * {w}u)")
     };
     text += &wgsl::input(0, "x", e);
     let (sums, slot) = match (spec.layer, spec.residual) {
         (true, _) => {
             text += &(wgsl::input(1, "w", e) + &wgsl::input(2, "b", e));
-            ("", 3)
+            (String::new(), 3)
         }
         (false, false) => {
             text += &wgsl::input(1, "w", e);
-            ("", 2)
+            (String::new(), 2)
         }
         (false, true) => {
             text += &(wgsl::input(1, "r", e) + &wgsl::input(2, "w", e) + &wgsl::output(3, "sum", e));
-            ("        st_sum(sb + i * {w}u, v);\n", 4)
+            (format!("st_sum(sb + {{i}} * {w}u, {{v}});\n        "), 4)
         }
     };
     text += &wgsl::output(slot, "y", e);
     text += &wgsl::params(slot + 1);
-    let sums = sums.replace("{w}", &w.to_string());
+    let write = each(cached, &load, &format!("{sums}st_y(yb + {{i}} * {w}u, {value});"));
     text += &format!(
         r#"
 {MAIN}    // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps
@@ -148,12 +170,9 @@ fn norm_source(spec: &Norm, e: Elem) -> String {
     let rb = p[3] + row * n * {w}u;
     let yb = p[6] + row * n * {w}u;
     let sb = p[7] + row * n * {w}u;
-{stats}    for (var i = lid; i < n; i += {THREADS}u) {{
-        let v = {load};
-{sums}        st_y(yb + i * {w}u, {value});
-    }}
-}}
-"#
+{cache}{stats}{write}}}
+"#,
+        cache = cache(cached, &load)
     );
     text
 }
@@ -173,8 +192,9 @@ fn softmax(gpu: &Gpu, spec: &Softmax, launch: Launch<'_>) -> Result<()> {
     let e = wgsl::elem(name, spec.dtype)?;
     let (input, output) = (base(gpu, name, x)?, base(gpu, name, y)?);
     let params = [rows, wgsl::count(name, n as i64)?, b as u32, input.base, output.base];
-    let kernel = format!("{name}_{}", spec.dtype.launch_key());
-    let pipeline = gpu.pipeline(&kernel, || softmax_source(spec, e))?;
+    let cached = n <= (THREADS * CACHED) as usize;
+    let kernel = format!("{name}_{}{}", spec.dtype.launch_key(), if cached { "_cached" } else { "" });
+    let pipeline = gpu.pipeline(&kernel, || softmax_source(spec, e, cached))?;
     gpu.dispatch(&pipeline, &[&input, &output], &params, gpu.grid(name, u64::from(rows))?)
 }
 
@@ -190,7 +210,8 @@ fn norm(gpu: &Gpu, spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| base(gpu, name, t)).collect::<Result<_>>()?;
     let eps = (spec.eps as f32).to_bits();
     let n = wgsl::count(name, n)?;
-    let kernel = format!("{name}_{}", spec.dtype.launch_key());
+    let cached = n <= THREADS * CACHED;
+    let kernel = format!("{name}_{}{}", spec.dtype.launch_key(), if cached { "_cached" } else { "" });
     // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps
     let (params, order): (Vec<u32>, Vec<usize>) = match (spec.layer, spec.residual) {
         (true, _) => (vec![rows, n, bound[0].base, 0, bound[1].base, bound[2].base, bound[3].base, 0, eps], vec![0, 1, 2, 3]),
@@ -199,7 +220,7 @@ fn norm(gpu: &Gpu, spec: &Norm, launch: Launch<'_>) -> Result<()> {
             (vec![rows, n, bound[0].base, bound[1].base, bound[2].base, 0, bound[4].base, bound[3].base, eps], vec![0, 1, 2, 3, 4])
         }
     };
-    let pipeline = gpu.pipeline(&kernel, || norm_source(spec, e))?;
+    let pipeline = gpu.pipeline(&kernel, || norm_source(spec, e, cached))?;
     let operands: Vec<_> = order.iter().map(|&i| &bound[i]).collect();
     gpu.dispatch(&pipeline, &operands, &params, gpu.grid(name, u64::from(rows))?)
 }

@@ -140,8 +140,9 @@ fn f32_to_bf16(v: f32) -> u32 {
 }
 "#;
 
-/// A tensor read by the kernel: binding `slot` as `name`, with `w_<name>(byte)` (the 32 bits
-/// from `byte`, any alignment) and `ld_<name>(byte)` (the element at `byte`, as `ty`).
+/// A tensor read by the kernel: binding `slot` as `name`, with `w_<name>(byte)` (the bits from
+/// `byte`, any alignment: the next word is read only where the element reaches into it, so
+/// nothing past the window is touched) and `ld_<name>(byte)` (the element at `byte`, as `ty`).
 pub fn input(slot: u32, name: &str, e: Elem) -> String {
     let load = if e.width == 8 {
         format!("vec2<u32>(w_{name}(byte_), w_{name}(byte_ + 4u))")
@@ -154,8 +155,8 @@ pub fn input(slot: u32, name: &str, e: Elem) -> String {
 fn w_{name}(byte_: u32) -> u32 {{
     let word_ = byte_ >> 2u;
     let shift_ = (byte_ & 3u) * 8u;
-    if (shift_ == 0u) {{
-        return {name}[word_];
+    if (shift_ + {bits}u <= 32u) {{
+        return {name}[word_] >> shift_;
     }}
     return ({name}[word_] >> shift_) | ({name}[word_ + 1u] << (32u - shift_));
 }}
@@ -163,7 +164,8 @@ fn ld_{name}(byte_: u32) -> {ty} {{
     return {load};
 }}
 "#,
-        ty = e.ty
+        ty = e.ty,
+        bits = 8 * e.width.min(4)
     )
 }
 
@@ -224,8 +226,15 @@ fn {name}(i: u32) -> array<u32, {operands}> {{
     for (var k = 0u; k < {operands}u; k++) {{
         out[k] = p[{at}u + 1u + {dims}u + k * {stride}u];
     }}
-    var rest = i;
     let nd = p[{at}u];
+    if (nd == 1u) {{
+        // one dim (every contiguous layout): no division
+        for (var k = 0u; k < {operands}u; k++) {{
+            out[k] += i * p[{at}u + 2u + {dims}u + k * {stride}u];
+        }}
+        return out;
+    }}
+    var rest = i;
     for (var d = 0u; d < nd; d++) {{
         let size = p[{at}u + 1u + d];
         let index = rest % size;

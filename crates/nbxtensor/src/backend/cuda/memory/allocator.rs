@@ -94,14 +94,7 @@ pub fn cuda_allocator(index: u32) -> Result<&'static CudaAllocator, MemoryError>
     })
 }
 
-/// The bytes a pooled request takes: a power of two up to 1 MiB, then a multiple of 2 MiB.
-pub fn size_class(bytes: usize) -> usize {
-    match bytes {
-        0 => 0,
-        1..=1_048_576 => bytes.next_power_of_two().max(DEVICE_ALIGNMENT as usize),
-        _ => bytes.div_ceil(2 << 20).saturating_mul(2 << 20), // past 64 bits: refused by every limit
-    }
-}
+pub use crate::memory::size_class;
 
 fn cuda_error(index: u32, message: String) -> MemoryError {
     MemoryError::UnknownDevice(format!("cuda:{index}: {message}"))
@@ -328,20 +321,5 @@ fn check_range(block_len: usize, offset: usize, len: usize) -> Result<(), Memory
         _ => Err(MemoryError::OutOfBounds(format!(
             "bytes {offset}..{offset}+{len} are outside a device block of {block_len} bytes"
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::size_class;
-
-    #[test]
-    fn size_classes_cover_the_request() {
-        for bytes in [1usize, 255, 256, 257, 4096, 1 << 20, (1 << 20) + 1, 5 << 20] {
-            let class = size_class(bytes);
-            assert!(class >= bytes && class % 256 == 0, "{bytes} -> {class}");
-        }
-        assert_eq!(size_class(0), 0);
-        assert_eq!(size_class((1 << 20) + 1), 2 << 20);
     }
 }
