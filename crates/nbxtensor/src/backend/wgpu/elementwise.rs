@@ -51,39 +51,41 @@ fn compose(map: &Map<'_>) -> String {
     }
     text += &format!("const EXTRA: u32 = {}u;\n", 2 + wgsl::walk_words(k));
     text += &map.helpers;
-    let loads: String = (0..k).map(|i| format!("        let x{i} = ld_x{i}(at[{i}]);\n")).collect();
-    let at = if k > 0 { "        let at = walk(i);\n" } else { "" };
-    let (before, store, after) = match out.width {
-        8 => ("", "        y[(p[1] >> 2u) + 2u * i] = v.x;\n        y[(p[1] >> 2u) + 2u * i + 1u] = v.y;\n".to_string(), ""),
-        4 => ("", format!("        y[(p[1] >> 2u) + i] = {};\n", out.encoded("v")), ""),
-        width => (
-            "    var word = 0u;\n",
-            format!("        word |= ({} & {}) << (e * {}u);\n", out.encoded("v"), out.mask(), width * 8),
-            "    y[(p[1] >> 2u) + t] = word;\n",
-        ),
+    let loads: String = (0..k).map(|i| format!("            let x{i} = ld_x{i}(at[{i}]);\n")).collect();
+    let at = if k > 0 { "            let at = walk(i);\n" } else { "" };
+    // each pass's word is computed before any is stored: the loads of every pass are in flight
+    // together (a store to the output may alias an input, so a compiler cannot move a later
+    // pass's loads above an earlier pass's store)
+    let (zero, fold) = match out.width {
+        8 => ("vec2<u32>(0u, 0u)", "word = v;".to_string()),
+        4 => ("0u", format!("word = {};", out.encoded("v"))),
+        width => ("0u", format!("word |= ({} & {}) << (e * {}u);", out.encoded("v"), out.mask(), width * 8)),
     };
+    let mut passes = String::new();
+    for pass in 0..WORDS {
+        passes += &format!(
+            "    let t{pass} = first + {pass}u * stride;\n    var word{pass} = {zero};\n    if (t{pass} * {per}u < n) {{\n        var word = {zero};\n        for (var e = 0u; e < {per}u; e++) {{\n            let i = t{pass} * {per}u + e;\n            if (i >= n) {{\n                break;\n            }}\n{at}{loads}{body}\n            {fold}\n        }}\n        word{pass} = word;\n    }}\n",
+            body = map.body
+        );
+    }
+    let stores: String = (0..WORDS)
+        .map(|pass| match out.width {
+            8 => format!("    if (t{pass} * {per}u < n) {{\n        y[(p[1] >> 2u) + 2u * t{pass}] = word{pass}.x;\n        y[(p[1] >> 2u) + 2u * t{pass} + 1u] = word{pass}.y;\n    }}\n"),
+            _ => format!("    if (t{pass} * {per}u < n) {{\n        y[(p[1] >> 2u) + t{pass}] = word{pass};\n    }}\n"),
+        })
+        .collect();
     text += &format!(
         r#"
 @compute @workgroup_size({THREADS})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
     let n = p[0];
     let stride = groups.x * groups.y * {THREADS}u;
-    for (var pass_ = 0u; pass_ < {WORDS}u; pass_++) {{
-    let t = invocation(gid, groups) + pass_ * stride;
-    if (t * {per}u >= n) {{
+    let first = invocation(gid, groups);
+    if (first * {per}u >= n) {{
         return;
     }}
-{before}    for (var e = 0u; e < {per}u; e++) {{
-        let i = t * {per}u + e;
-        if (i >= n) {{
-            break;
-        }}
-{at}{loads}{body}
-{store}    }}
-{after}    }}
-}}
-"#,
-        body = map.body
+{passes}{stores}}}
+"#
     );
     text
 }

@@ -93,7 +93,9 @@ fn cache(cached: bool, load: &str) -> String {
 fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
     let w = e.width;
     let load = format!("ld_x(p[3] + (first + {{i}} * inner) * {w}u)");
-    let last = if spec.log { "{v} - top - log(total)" } else { "div_rn(exp({v} - top), total)" };
+    // the weights scaled by the sum's reciprocal: softmax is held to a few ulps, not to the
+    // correctly rounded quotient
+    let last = if spec.log { "{v} - top - log(total)" } else { "exp({v} - top) * inverse" };
     let store = format!("st_y(p[4] + (first + {{i}} * inner) * {w}u, {last});");
     format!(
         r#"{head}{x}{y}{params}
@@ -104,6 +106,7 @@ fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
 {max}    top = reduce_max(top, lid);
     var sum = 0.0;
 {sum}    let total = reduce_sum(sum, lid);
+    let inverse = 1.0 / total;
 {write}}}
 "#,
         head = head(),
