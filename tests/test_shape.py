@@ -75,6 +75,9 @@ def test_numel_and_contiguous_strides_match_numpy_arrays():
             assert strides == np.empty(shape, np.int8).strides  # itemsize 1: bytes are elements
         else:  # a 0 extent counts as 1 for the dims before it (ATen and numpy's fill rule)
             assert strides == np.empty([max(d, 1) for d in shape], np.int8).strides
+    # a tensor of no element whose other dims' product passes 64 bits: its strides stop at 0
+    # there (it addresses no byte), where a tensor with elements would overflow its count
+    assert S.contiguous_strides((0, 1 << 40, 1 << 40)) == (0, 1 << 40, 1)
 
 
 def test_scalar_shape():
@@ -249,7 +252,7 @@ def test_slice_bounds_select_what_numpy_slicing_selects():
         (lambda: S.numel((3, -2)), r"negative dim -2 at axis 1 of \(3, -2\)"),
         (lambda: S.contiguous_strides([4, 0, -1]), r"negative dim -1 at axis 2 of \(4, 0, -1\)"),
         (lambda: S.numel((1 << 40, 1 << 40)), r"element count of \(1099511627776, 1099511627776\) overflows"),
-        (lambda: S.contiguous_strides((0, 1 << 40, 1 << 40)), r"stride of axis 0 .* overflows"),
+        (lambda: S.contiguous_strides((2, 1 << 40, 1 << 40)), r"element count of .* overflows"),
         (lambda: S.numel((1 << 70,)), r"does not fit in 64 bits"),
         (lambda: S.numel((2, "3")), r"axis 1 of shape \(2, '3'\).* is not an int"),
         (lambda: S.numel((2.0, 3)), r"axis 0 of shape .* is not an int"),

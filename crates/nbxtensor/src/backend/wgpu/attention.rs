@@ -11,7 +11,8 @@ use super::register;
 use super::wgsl::{self, Elem};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
-use crate::ops::spec::attention::Sdpa;
+use crate::ops::spec::attention::{AttentionShape, Sdpa};
+use crate::tensor::Tensor;
 use crate::ops::spec::FLOATS;
 use crate::shape::broadcast_strides;
 
@@ -70,31 +71,7 @@ pub(super) fn source(e: Elem, keys: Keys) -> String {
         r#"
 var<workgroup> weight: array<f32, {THREADS}>;
 var<workgroup> uniform_keys: u32;
-var<workgroup> red: array<f32, {THREADS}>;
-
-fn block_max(v: f32, lid: u32) -> f32 {{
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = {half}u; s > 0u; s = s >> 1u) {{
-        if (lid < s) {{ red[lid] = max(red[lid], red[lid + s]); }}
-        workgroupBarrier();
-    }}
-    let top = red[0];
-    workgroupBarrier();
-    return top;
-}}
-fn block_sum(v: f32, lid: u32) -> f32 {{
-    red[lid] = v;
-    workgroupBarrier();
-    for (var s = {half}u; s > 0u; s = s >> 1u) {{
-        if (lid < s) {{ red[lid] = red[lid] + red[lid + s]; }}
-        workgroupBarrier();
-    }}
-    let total = red[0];
-    workgroupBarrier();
-    return total;
-}}
-
+{reductions}
 @compute @workgroup_size({THREADS})
 fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
     // p: rows (b·hq·sq), hq, sq, sk, d, dv, heads per kv head, causal, scale,
@@ -171,51 +148,71 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     }}
 }}
 "#,
-        half = THREADS / 2
+        reductions = wgsl::workgroup_reduction("block_max", THREADS, "max(a, b)")
+            + &wgsl::workgroup_reduction("block_sum", THREADS, "a + b")
     );
     text
+}
+
+/// The query rows of a call of sizes `z` (`None` when there is nothing to compute); refused
+/// past the value head dims a workgroup holds.
+pub(super) fn rows_of(op: &str, z: &AttentionShape) -> Result<Option<u32>> {
+    let rows = wgsl::count(op, (z.b * z.hq * z.sq) as i64)?;
+    if rows == 0 || z.dv == 0 {
+        return Ok(None);
+    }
+    if z.dv > MAX_DV {
+        return Err(KernelError::Invalid(format!("{op}: the wgpu kernel takes value head dims up to {MAX_DV}, got {}", z.dv)));
+    }
+    Ok(Some(rows))
+}
+
+/// The parameters both kernels read, `p[0..24]`: the sizes, the causal flag, the scale, the
+/// byte strides of q, k and v (batch, head, row, column) and their base bytes.
+pub(super) fn shared_params(
+    op: &str,
+    z: &AttentionShape,
+    rows: u32,
+    causal: bool,
+    scale: f32,
+    e: Elem,
+    qkv: &[Tensor],
+    bases: [u32; 3],
+) -> Result<Vec<u32>> {
+    let c = |n: usize| wgsl::count(op, n as i64);
+    let mut params = vec![rows, c(z.hq)?, c(z.sq)?, c(z.sk)?, c(z.d)?, c(z.dv)?, c(z.hq / z.hk.max(1))?];
+    params.push(u32::from(causal));
+    params.push(scale.to_bits());
+    for t in qkv {
+        params.extend(t.strides().iter().map(|&s| s.wrapping_mul(i64::from(e.width)) as u32));
+    }
+    params.extend(bases);
+    Ok(params)
 }
 
 fn run(gpu: &Gpu, spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
     let op = "sdpa";
     let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let z = spec.sizes(&metas)?;
-    let rows = wgsl::count(op, (z.b * z.hq * z.sq) as i64)?;
-    if rows == 0 || z.dv == 0 {
+    let Some(rows) = rows_of(op, &z)? else {
         return Ok(());
-    }
-    if z.dv > MAX_DV {
-        return Err(KernelError::Invalid(format!("{op}: the wgpu kernel takes value head dims up to {MAX_DV}, got {}", z.dv)));
-    }
+    };
     let e = wgsl::elem(op, spec.dtype)?;
     let masked = launch.inputs.len() == 4;
     let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| gpu.bind(op, t)).collect::<Result<_>>()?;
-    let bytes = |s: i64| s.wrapping_mul(i64::from(e.width)) as u32;
-    let four = |t: &crate::tensor::Tensor| -> [u32; 4] {
-        let s = t.strides();
-        [bytes(s[0]), bytes(s[1]), bytes(s[2]), bytes(s[3])]
-    };
-    let (q, k, v) = (&launch.inputs[0], &launch.inputs[1], &launch.inputs[2]);
-    let (mask_base, mask_strides) = if masked {
+    let bases = [bound[0].base, bound[1].base, bound[2].base];
+    let mut params = shared_params(op, &z, rows, spec.causal, spec.scale_for(z.d), e, &launch.inputs[..3], bases)?;
+    // p[24]: the mask's base, p[25..29] its byte strides (batch, head, key, query row)
+    if masked {
         let m = &launch.inputs[3];
         let target = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
         let s = broadcast_strides(m.shape(), m.strides(), &target).map_err(|e| KernelError::Invalid(format!("{op}: mask: {e}")))?;
-        (bound[3].base, [bytes(s[0]), bytes(s[1]), bytes(s[3]), bytes(s[2])])
+        let bytes = |s: i64| s.wrapping_mul(i64::from(e.width)) as u32;
+        params.extend([bound[3].base, bytes(s[0]), bytes(s[1]), bytes(s[3]), bytes(s[2])]);
     } else {
-        (0, [0; 4])
-    };
-    let c = |n: usize| wgsl::count(op, n as i64);
-    let mut params = vec![rows, c(z.hq)?, c(z.sq)?, c(z.sk)?, c(z.d)?, c(z.dv)?, c(z.hq / z.hk.max(1))?];
-    params.push(u32::from(spec.causal));
-    params.push(spec.scale_for(z.d).to_bits());
-    params.extend(four(q));
-    params.extend(four(k));
-    params.extend(four(v));
-    // p[21..25]: q, k, v bases; p[24]: the mask's base, then its strides (b, h, j, i)
-    params.extend([bound[0].base, bound[1].base, bound[2].base, mask_base]);
-    params.extend(mask_strides);
+        params.extend([0; 5]);
+    }
     params.push(bound[bound.len() - 1].base);
-    debug_assert_eq!(params.len(), 30);
     let kernel = format!("sdpa_{}{}", spec.dtype.launch_key(), if masked { "_mask" } else { "" });
     let pipeline = gpu.pipeline(&kernel, || source(e, Keys::Prefill { masked }))?;
     let operands: Vec<_> = bound.iter().collect();

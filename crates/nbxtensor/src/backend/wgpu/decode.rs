@@ -4,7 +4,7 @@
 //! step) — and `kv_cache_write(cache, new, position)`, in place, the position read from the
 //! device, a row that would land outside the cache skipped.
 
-use super::attention::{source as attention_source, Keys};
+use super::attention::{rows_of, shared_params, source as attention_source, Keys};
 use super::gpu::Gpu;
 use super::register;
 use super::wgsl::{self, Elem};
@@ -30,26 +30,16 @@ fn attention(gpu: &Gpu, spec: &DecodeAttention, launch: Launch<'_>) -> Result<()
     let op = "decode_attention";
     let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let z = spec.sizes(&metas)?;
-    let rows = wgsl::count(op, (z.b * z.hq * z.sq) as i64)?;
-    if rows == 0 || z.dv == 0 {
+    let Some(rows) = rows_of(op, &z)? else {
         return Ok(());
-    }
+    };
     let e = wgsl::elem(op, spec.dtype)?;
     let length = &launch.inputs[3];
     let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| gpu.bind(op, t)).collect::<Result<_>>()?;
-    let bytes = |s: i64| s.wrapping_mul(i64::from(e.width)) as u32;
-    let four = |t: &Tensor| -> [u32; 4] {
-        let s = t.strides();
-        [bytes(s[0]), bytes(s[1]), bytes(s[2]), bytes(s[3])]
-    };
-    let c = |n: usize| wgsl::count(op, n as i64);
-    let mut params = vec![rows, c(z.hq)?, c(z.sq)?, c(z.sk)?, c(z.d)?, c(z.dv)?, c(z.hq / z.hk.max(1))?];
-    params.push(u32::from(spec.causal));
-    params.push(spec.scale_for(z.d).to_bits());
-    for t in &launch.inputs[..3] {
-        params.extend(four(t));
-    }
-    params.extend([bound[0].base, bound[1].base, bound[2].base, 0, 0, 0, 0, 0]);
+    let bases = [bound[0].base, bound[1].base, bound[2].base];
+    let mut params = shared_params(op, &z, rows, spec.causal, spec.scale_for(z.d), e, &launch.inputs[..3], bases)?;
+    // no mask (p[24..29]); the output's base; the length's base and batch stride
+    params.extend([0; 5]);
     params.push(bound[4].base);
     params.extend([bound[3].base, index_stride(length)]);
     let wide = length.dtype() == DType::Int64;

@@ -16,40 +16,11 @@ use crate::tensor::Tensor;
 /// Invocations of a row's workgroup.
 const THREADS: u32 = 256;
 
-/// The workgroup reductions a row kernel uses: every invocation calls them (uniform control).
+/// The workgroup reductions a row kernel uses: the sum, and the largest value with NaN ignored
+/// (the host's `if v > m`).
 fn reductions() -> String {
-    format!(
-        r#"
-var<workgroup> red: array<f32, {THREADS}>;
-fn reduce_sum(v: f32, lid: u32) -> f32 {{
-    red[lid] = v;
-    workgroupBarrier();
-    for (var w = {half}u; w > 0u; w = w >> 1u) {{
-        if (lid < w) {{ red[lid] = red[lid] + red[lid + w]; }}
-        workgroupBarrier();
-    }}
-    let total = red[0];
-    workgroupBarrier();
-    return total;
-}}
-// the largest value, NaN ignored (the host's `if v > m`)
-fn reduce_max(v: f32, lid: u32) -> f32 {{
-    red[lid] = v;
-    workgroupBarrier();
-    for (var w = {half}u; w > 0u; w = w >> 1u) {{
-        if (lid < w) {{
-            let o = red[lid + w];
-            if (!is_nan(o) && (is_nan(red[lid]) || o > red[lid])) {{ red[lid] = o; }}
-        }}
-        workgroupBarrier();
-    }}
-    let top = red[0];
-    workgroupBarrier();
-    return top;
-}}
-"#,
-        half = THREADS / 2
-    )
+    wgsl::workgroup_reduction("reduce_sum", THREADS, "a + b")
+        + &wgsl::workgroup_reduction("reduce_max", THREADS, "select(a, b, !is_nan(b) && (is_nan(a) || b > a))")
 }
 
 /// The head of a row kernel: the conversions, the float helpers, the reductions.

@@ -273,6 +273,34 @@ pub fn walk_params(op: &str, walk: &Walk, operands: &[(u32, u32)]) -> Result<Vec
     Ok(words)
 }
 
+/// `fn <name>(v: f32, lid: u32) -> f32`: the values of a workgroup of `threads` invocations
+/// combined by `combine` (an expression of `a`, the lower invocations' value, and `b`), in a
+/// tree of fixed order, through a workgroup array of its own. Every invocation calls it
+/// (uniform control: it holds barriers).
+pub fn workgroup_reduction(name: &str, threads: u32, combine: &str) -> String {
+    format!(
+        r#"
+var<workgroup> {name}_values: array<f32, {threads}>;
+fn {name}(v: f32, lid: u32) -> f32 {{
+    {name}_values[lid] = v;
+    workgroupBarrier();
+    for (var w = {half}u; w > 0u; w = w >> 1u) {{
+        if (lid < w) {{
+            let a = {name}_values[lid];
+            let b = {name}_values[lid + w];
+            {name}_values[lid] = {combine};
+        }}
+        workgroupBarrier();
+    }}
+    let total = {name}_values[0];
+    workgroupBarrier();
+    return total;
+}}
+"#,
+        half = threads / 2
+    )
+}
+
 /// The number of words [`walk_params`] gives for `operands` operands.
 pub fn walk_words(operands: usize) -> usize {
     1 + MAX_DIMS + operands * (1 + MAX_DIMS)
