@@ -112,6 +112,40 @@ fn cuda(test: &str) -> Option<Device> {
     }
 }
 
+/// Greedy decoding through the wgpu backend on Vulkan (lavapipe in CI, where `NBX_REQUIRE_VULKAN`
+/// makes a missing adapter a failure): in float32 HF's greedy tokens and logits within 1e-3, in
+/// bfloat16 within its tolerance; the decode step captured and replayed there, equal to an eager
+/// run.
+#[test]
+fn on_vulkan_the_decoder_gives_hfs_greedy_tokens() {
+    use nbxtensor::backend::wgpu::{unavailable_reason, Api};
+    if let Some(why) = unavailable_reason(Api::Vulkan) {
+        assert!(std::env::var_os("NBX_REQUIRE_VULKAN").is_none(), "NBX_REQUIRE_VULKAN is set, but: {why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let gpu = Device { kind: DeviceKind::Vulkan, index: 0 };
+    for name in CHECKPOINTS {
+        let (prompt, greedy, want) = reference(name);
+        let n = greedy.len();
+        let mut g =
+            generator(name, Placement { device: gpu, dtype: Some(DType::Float32), int4: false }, prompt.len() + n, None);
+        let out = g.generate(&prompt, n, false, |_| {}).unwrap();
+        let err = relative(&out.prefill_last_logits, &want);
+        println!("{name} float32 on vulkan: {n} greedy tokens, logits within {err:.2e} of HF");
+        assert_eq!(out.generated_ids, greedy, "{name}: float32 greedy on vulkan");
+        assert!(err <= 1e-3, "{name}: float32 on vulkan {err}");
+        let placement = Placement { device: gpu, dtype: Some(DType::Bfloat16), int4: false };
+        let (mut replayed, mut eager) =
+            (generator(name, placement, prompt.len() + 8, None), generator(name, placement, prompt.len() + 8, None));
+        eager.set_replay(false);
+        let a = replayed.generate(&prompt, 8, false, |_| {}).unwrap();
+        let b = eager.generate(&prompt, 8, false, |_| {}).unwrap();
+        assert_eq!(a.generated_ids, b.generated_ids, "{name}: replay and eager on vulkan");
+        assert!(relative(&a.prefill_last_logits, &want) <= 0.03, "{name}: bfloat16 on vulkan");
+    }
+}
+
 #[test]
 fn on_cuda_the_decoder_gives_the_cpus_tokens() {
     let Some(gpu) = cuda("on_cuda_the_decoder_gives_the_cpus_tokens") else { return };
