@@ -11,6 +11,7 @@ ldconfig
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
 export XDG_RUNTIME_DIR=/tmp NBX_REQUIRE_VULKAN=1 PYTHONUNBUFFERED=1
+xz -dkf .gpuw/conformance.xz
 timeout 150 .gpuw/conformance vulkan:: --test-threads=8 >"$logs/conformance.log" 2>&1
 echo "conformance: exit $?"
 grep -E "panicked|test result" -A1 "$logs/conformance.log" | head -20

@@ -8,10 +8,10 @@
 
 pub mod cpu;
 pub mod cuda;
-pub mod wgpu;
 mod device;
 mod launches;
 mod peaks;
+pub mod wgpu;
 
 pub use device::{Backend, Block, DeviceBlock, Graph};
 pub use launches::{LaunchTable, Launcher};

@@ -52,8 +52,11 @@ impl Device {
     /// # Ok::<(), nbxtensor::memory::MemoryError>(())
     /// ```
     pub fn parse(text: &str) -> Result<Device, MemoryError> {
-        let unknown =
-            || MemoryError::UnknownDevice(format!("unknown device '{text}': devices are 'cpu', 'cuda', 'vulkan' or 'metal', a GPU's optionally with ':N'"));
+        let unknown = || {
+            MemoryError::UnknownDevice(format!(
+                "unknown device '{text}': devices are 'cpu', 'cuda', 'vulkan' or 'metal', a GPU's optionally with ':N'"
+            ))
+        };
         let (kind, index) = match text.split_once(':') {
             Some((kind, index)) => (kind, index.parse::<u32>().map_err(|_| unknown())?),
             None => (text, 0),

@@ -19,20 +19,27 @@ pub struct Target {
     pub name: &'static str,
     /// The device.
     pub device: Device,
+    /// Whether the device's float32 arithmetic flushes subnormals to zero, operands and
+    /// results (a Vulkan driver without `shaderDenormPreserveFloat32`, as WGSL allows): its
+    /// float elementwise results are then also accepted as computed on flushed operands and
+    /// flushed. Read from the adapter; nothing else is relaxed.
+    pub flushes_subnormals: bool,
 }
 
 impl Target {
     /// The CPU backend (always present).
     pub fn cpu() -> Target {
-        Target { name: "cpu", device: Device::CPU }
+        Target { name: "cpu", device: Device::CPU, flushes_subnormals: false }
     }
 
     /// `cuda:0`, or `None` after printing why `test` is skipped there.
     pub fn cuda(test: &str) -> Option<Target> {
         match nbxtensor::backend::cuda::memory::driver() {
-            Ok(driver) if !driver.devices.is_empty() => {
-                Some(Target { name: "cuda", device: Device { kind: DeviceKind::Cuda, index: 0 } })
-            }
+            Ok(driver) if !driver.devices.is_empty() => Some(Target {
+                name: "cuda",
+                device: Device { kind: DeviceKind::Cuda, index: 0 },
+                flushes_subnormals: false,
+            }),
             Ok(_) => {
                 eprintln!("{test}: skipped on cuda: the driver loaded but reports no device");
                 None
@@ -46,9 +53,13 @@ impl Target {
 
     /// `vulkan:0` (the wgpu backend), or `None` after printing why `test` is skipped there.
     pub fn vulkan(test: &str) -> Option<Target> {
-        use nbxtensor::backend::wgpu::{unavailable_reason, Api};
+        use nbxtensor::backend::wgpu::{adapter_facts, unavailable_reason, Api};
         match unavailable_reason(Api::Vulkan) {
-            None => Some(Target { name: "wgpu", device: Device { kind: DeviceKind::Vulkan, index: 0 } }),
+            None => Some(Target {
+                name: "wgpu",
+                device: Device { kind: DeviceKind::Vulkan, index: 0 },
+                flushes_subnormals: !adapter_facts(Api::Vulkan)[0].float_controls.denorm_preserve,
+            }),
             // CI installs lavapipe and sets NBX_REQUIRE_VULKAN: there a missing adapter fails
             Some(why) if std::env::var_os("NBX_REQUIRE_VULKAN").is_some() => {
                 panic!("{test}: NBX_REQUIRE_VULKAN is set, but vulkan is absent: {why}")

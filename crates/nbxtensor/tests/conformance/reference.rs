@@ -432,16 +432,49 @@ pub fn complex_ok(dtype: DType, got: (f64, f64), want: (f64, f64), tol: Tol) -> 
 /// Asserts every element of `got` meets `want` (floats under `tol(i)`, the others exactly),
 /// naming `what`, the element and both values.
 pub fn assert_elems(what: &str, dtype: DType, got: &[Elem], want: &[Elem], tol: impl Fn(usize) -> Tol) {
+    assert_elems_or(what, dtype, got, want, None, tol)
+}
+
+/// [`assert_elems`], an element also accepted where it meets `alternative`'s (the result
+/// of a device that flushes float32 subnormals, [`Target::flushes_subnormals`]).
+///
+/// [`Target::flushes_subnormals`]: crate::harness::Target::flushes_subnormals
+pub fn assert_elems_or(
+    what: &str,
+    dtype: DType,
+    got: &[Elem],
+    want: &[Elem],
+    alternative: Option<&[Elem]>,
+    tol: impl Fn(usize) -> Tol,
+) {
     assert_eq!(got.len(), want.len(), "{what}: {} elements, the reference has {}", got.len(), want.len());
+    let meets = |g: Elem, w: Elem, i: usize| match (g, w) {
+        (Elem::F(g), Elem::F(w)) => float_ok(dtype, g, w, tol(i)),
+        (Elem::C(gr, gi), Elem::C(wr, wi)) => complex_ok(dtype, (gr, gi), (wr, wi), tol(i)),
+        (Elem::I(g), Elem::I(w)) => g == w,
+        (Elem::B(g), Elem::B(w)) => g == w,
+        _ => false,
+    };
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = match (g, w) {
-            (Elem::F(g), Elem::F(w)) => float_ok(dtype, g, w, tol(i)),
-            (Elem::C(gr, gi), Elem::C(wr, wi)) => complex_ok(dtype, (gr, gi), (wr, wi), tol(i)),
-            (Elem::I(g), Elem::I(w)) => g == w,
-            (Elem::B(g), Elem::B(w)) => g == w,
-            _ => false,
-        };
-        assert!(ok, "{what}: element {i}: got {g:?}, the reference is {w:?} (tolerance {:?})", tol(i));
+        let ok = meets(g, w, i) || alternative.is_some_and(|alt| meets(g, alt[i], i));
+        match alternative {
+            None => assert!(ok, "{what}: element {i}: got {g:?}, the reference is {w:?} (tolerance {:?})", tol(i)),
+            Some(alt) => assert!(
+                ok,
+                "{what}: element {i}: got {g:?}, the reference is {w:?}, flushing subnormals {:?} (tolerance {:?})",
+                alt[i],
+                tol(i)
+            ),
+        }
+    }
+}
+
+/// `e` as a device that flushes float32 subnormals reads or writes it: a real float below the
+/// smallest normal float32 in magnitude becomes a zero of its sign; anything else is kept.
+pub fn flush_subnormal(e: Elem) -> Elem {
+    match e {
+        Elem::F(v) if v != 0.0 && v.abs() < f64::from(f32::MIN_POSITIVE) => Elem::F(0.0f64.copysign(v)),
+        other => other,
     }
 }
 

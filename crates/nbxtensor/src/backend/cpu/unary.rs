@@ -14,7 +14,6 @@ use crate::ops::spec::unary::{Bound, Unary, UnaryOp, GELU_CUBIC, SQRT_2_OVER_PI}
 use crate::tensor::Element;
 use half::{bf16, f16};
 
-
 /// Maps the launch's input into its output with `f` in the compute type.
 fn map<T: Stored>(launch: &Launch<'_>, f: impl Fn(T::Compute) -> T::Compute + Sync) -> Result<()> {
     map_into(

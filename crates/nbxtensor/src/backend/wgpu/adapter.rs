@@ -204,7 +204,9 @@ pub fn open(api: Api, index: u32) -> Result<Opened, String> {
     let adapter = match list.get(index as usize) {
         Some(adapter) => adapter,
         None if list.is_empty() => return Err(format!("{label}: {}", api.missing())),
-        None => return Err(format!("{label}: no such device ({} {} adapter(s) here)", list.len(), api.kind().as_str())),
+        None => {
+            return Err(format!("{label}: no such device ({} {} adapter(s) here)", list.len(), api.kind().as_str()))
+        }
     };
     let facts = facts_of(api, adapter);
     check_against_file(&label, &facts)?;
@@ -223,7 +225,10 @@ pub fn open(api: Api, index: u32) -> Result<Opened, String> {
     }));
     let on_loss = Arc::clone(&failure);
     device.set_device_lost_callback(move |reason, message| {
-        on_loss.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
+        on_loss
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
     });
     Ok(Opened { device, queue, facts, failure })
 }
@@ -236,7 +241,9 @@ fn check_against_file(label: &str, facts: &AdapterFacts) -> Result<(), String> {
         return Ok(());
     };
     let file = facts::device_file(vendor, name).map_err(|e| format!("{label}: {e}"))?;
-    let contradiction = |what: String| Err(format!("{label}: the adapter {} contradicts device file {vendor}/{name}: {what}", facts.name));
+    let contradiction = |what: String| {
+        Err(format!("{label}: the adapter {} contradicts device file {vendor}/{name}: {what}", facts.name))
+    };
     let warp = file.compute.warp_size;
     if facts.subgroup_sizes.0 > warp || facts.subgroup_sizes.1 < warp {
         return contradiction(format!(

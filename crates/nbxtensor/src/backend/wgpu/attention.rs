@@ -12,9 +12,9 @@ use super::wgsl::{self, Elem};
 use crate::backend::LaunchTable;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::attention::{AttentionShape, Sdpa};
-use crate::tensor::Tensor;
 use crate::ops::spec::FLOATS;
 use crate::shape::broadcast_strides;
+use crate::tensor::Tensor;
 
 /// Invocations of a row's workgroup, and keys per block.
 const THREADS: u32 = 256;
@@ -162,7 +162,10 @@ pub(super) fn rows_of(op: &str, z: &AttentionShape) -> Result<Option<u32>> {
         return Ok(None);
     }
     if z.dv > MAX_DV {
-        return Err(KernelError::Invalid(format!("{op}: the wgpu kernel takes value head dims up to {MAX_DV}, got {}", z.dv)));
+        return Err(KernelError::Invalid(format!(
+            "{op}: the wgpu kernel takes value head dims up to {MAX_DV}, got {}",
+            z.dv
+        )));
     }
     Ok(Some(rows))
 }
@@ -206,7 +209,8 @@ fn run(gpu: &Gpu, spec: &Sdpa, launch: Launch<'_>) -> Result<()> {
     if masked {
         let m = &launch.inputs[3];
         let target = [z.b as i64, z.hq as i64, z.sq as i64, z.sk as i64];
-        let s = broadcast_strides(m.shape(), m.strides(), &target).map_err(|e| KernelError::Invalid(format!("{op}: mask: {e}")))?;
+        let s = broadcast_strides(m.shape(), m.strides(), &target)
+            .map_err(|e| KernelError::Invalid(format!("{op}: mask: {e}")))?;
         let bytes = |s: i64| s.wrapping_mul(i64::from(e.width)) as u32;
         params.extend([bound[3].base, bytes(s[0]), bytes(s[1]), bytes(s[3]), bytes(s[2])]);
     } else {

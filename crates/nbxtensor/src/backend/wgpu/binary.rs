@@ -243,7 +243,9 @@ fn expression(op: BinaryOp, dtype: DType) -> Option<String> {
                 BinaryOp::Div => "div_rn(x0, x1)",
                 BinaryOp::Maximum => "select(max(x0, x1), nan(), is_nan(x0) || is_nan(x1))",
                 BinaryOp::Minimum => "select(min(x0, x1), nan(), is_nan(x0) || is_nan(x1))",
-                BinaryOp::Copysign => "bitcast<f32>((bitcast<u32>(x0) & 0x7fffffffu) | (bitcast<u32>(x1) & 0x80000000u))",
+                BinaryOp::Copysign => {
+                    "bitcast<f32>((bitcast<u32>(x0) & 0x7fffffffu) | (bitcast<u32>(x1) & 0x80000000u))"
+                }
                 BinaryOp::Remainder => "divmod(x0, x1).y",
                 BinaryOp::FloorDivide => "floor_divide(x0, x1)",
                 BinaryOp::SiluMul => "silu_mul(x0, x1)",
@@ -375,11 +377,8 @@ fn comparison(op: BinaryOp, dtype: DType) -> Option<String> {
 
 fn run(gpu: &Gpu, spec: &Binary, launch: Launch<'_>) -> Result<()> {
     let (a, b, y) = (&launch.inputs[0], &launch.inputs[1], &launch.outputs[0]);
-    let missing = || KernelError::Missing {
-        op: spec.op.name().into(),
-        dtype: spec.dtype.name().into(),
-        backend: "wgpu".into(),
-    };
+    let missing =
+        || KernelError::Missing { op: spec.op.name().into(), dtype: spec.dtype.name().into(), backend: "wgpu".into() };
     let e = wgsl::elem(spec.op.name(), spec.dtype)?;
     if spec.op == BinaryOp::SiluMul {
         gpu.require_f64("silu_mul")?;

@@ -6,8 +6,8 @@
 
 use super::elementwise::Map;
 use super::gpu::Gpu;
-use super::wgsl::{self, Elem};
 use super::register_with_workspace;
+use super::wgsl::{self, Elem};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::facts::Kind;

@@ -5,8 +5,8 @@
 
 use super::elementwise::{Map, THREADS};
 use super::gpu::Gpu;
-use super::wgsl::{self, Elem};
 use super::register;
+use super::wgsl::{self, Elem};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
@@ -31,7 +31,9 @@ fn run(gpu: &Gpu, spec: &Copy, launch: Launch<'_>) -> Result<()> {
     }
     if x.is_contiguous() {
         let bytes = x.byte_len().map_err(|e| KernelError::Invalid(format!("copy: {e}")))?;
-        return gpu.copy_within(y.data_ptr() as u64, x.data_ptr() as u64, bytes).map_err(|e| KernelError::Device(e.to_string()));
+        return gpu
+            .copy_within(y.data_ptr() as u64, x.data_ptr() as u64, bytes)
+            .map_err(|e| KernelError::Device(e.to_string()));
     }
     let e = raw("copy", spec.dtype)?;
     gpu.map(

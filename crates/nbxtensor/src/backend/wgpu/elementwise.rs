@@ -101,7 +101,9 @@ impl Gpu {
         let per = (4 / out.width).max(1);
         let output = self.bind(op, y)?;
         if output.base % 4 != 0 || !y.is_contiguous() {
-            return Err(KernelError::Invalid(format!("{op}: the output must be contiguous and start on a 4-byte word")));
+            return Err(KernelError::Invalid(format!(
+                "{op}: the output must be contiguous and start on a 4-byte word"
+            )));
         }
         let strides: Vec<Vec<i64>> = map
             .inputs

@@ -13,15 +13,15 @@
 //! word by atomic bit operations (each bit written by one invocation).
 
 use super::gpu::Gpu;
-use super::{register, register_with_workspace};
 use super::wgsl;
+use super::{register, register_with_workspace};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::gather::{Concat, Embedding, IndexSelect};
 use crate::ops::spec::{axis_of, sized, INDEX_DTYPES};
-use crate::tensor::Tensor;
 use crate::shape::walk;
+use crate::tensor::Tensor;
 
 /// Bytes of the flag word.
 const FLAG_BYTES: u64 = 8;
@@ -153,7 +153,10 @@ impl Gather<'_> {
         let n = wgsl::count(op, y.numel())?;
         let flag_address = workspace.device_ptr();
         if (workspace.len() as u64) < FLAG_BYTES {
-            return Err(KernelError::Invalid(format!("{op}: the workspace holds {} bytes, not the flag's 8", workspace.len())));
+            return Err(KernelError::Invalid(format!(
+                "{op}: the workspace holds {} bytes, not the flag's 8",
+                workspace.len()
+            )));
         }
         gpu.zero(flag_address, FLAG_BYTES as usize).map_err(|e| KernelError::Device(e.to_string()))?;
         let (bi, bx, by) = (gpu.bind(op, self.indices)?, gpu.bind(op, self.source)?, gpu.bind(op, y)?);
@@ -229,7 +232,9 @@ fn placing_source(width: u32) -> String {
         let words = width / 4;
         (
             "array<u32>",
-            format!("for (var q = 0u; q < {words}u; q++) {{\n        y[(at[1] >> 2u) + q] = w_x(at[0] + 4u * q);\n    }}"),
+            format!(
+                "for (var q = 0u; q < {words}u; q++) {{\n        y[(at[1] >> 2u) + q] = w_x(at[0] + 4u * q);\n    }}"
+            ),
         )
     } else {
         let mask = if width == 1 { "0xffu" } else { "0xffffu" };
@@ -289,7 +294,8 @@ fn run_concat(gpu: &Gpu, spec: &Concat, launch: Launch<'_>) -> Result<()> {
 /// dtype of 1 to 16 bytes).
 pub fn register_all(table: &mut LaunchTable) {
     register_with_workspace(table, "embedding", &INDEX_DTYPES, run_embedding, flag_workspace);
-    let dtypes: Vec<DType> = sized().iter().copied().filter(|d| matches!(d.itemsize(), Ok(1 | 2 | 4 | 8 | 16))).collect();
+    let dtypes: Vec<DType> =
+        sized().iter().copied().filter(|d| matches!(d.itemsize(), Ok(1 | 2 | 4 | 8 | 16))).collect();
     register_with_workspace(table, "index_select", &dtypes, run_index_select, flag_workspace);
     register(table, "concat", &dtypes, run_concat);
 }

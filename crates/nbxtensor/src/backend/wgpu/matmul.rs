@@ -169,7 +169,8 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
     let batch_strides = |shape: &[i64], strides: &[i64]| {
         broadcast_strides(shape, strides, &shapes.batch).map_err(|e| KernelError::Invalid(format!("{op}: {e}")))
     };
-    let (a_strides, b_strides) = (batch_strides(&a_batch, &a_batch_strides)?, batch_strides(&b_batch, &b_batch_strides)?);
+    let (a_strides, b_strides) =
+        (batch_strides(&a_batch, &a_batch_strides)?, batch_strides(&b_batch, &b_batch_strides)?);
     let count = shapes.count();
     let walked = walk(&shapes.batch, &[&a_strides, &b_strides], None);
     let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| gpu.bind(op, t)).collect::<Result<_>>()?;
@@ -177,7 +178,20 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
     let bytes = |s: i64| s.wrapping_mul(w) as u32;
     let out = &bound[bound.len() - 1];
     let bias = if shapes.bias { bound[2].base } else { 0 };
-    let mut params = vec![m, n, k, bytes(sa_m), bytes(sa_k), bytes(sb_k), bytes(sb_n), out.base, bound[0].base, bound[1].base, 0, bias];
+    let mut params = vec![
+        m,
+        n,
+        k,
+        bytes(sa_m),
+        bytes(sa_k),
+        bytes(sb_k),
+        bytes(sb_n),
+        out.base,
+        bound[0].base,
+        bound[1].base,
+        0,
+        bias,
+    ];
     params.extend(wgsl::walk_params(op, &walked, &[(bound[0].base, e.width), (bound[1].base, e.width)])?);
     let tile = if m >= LARGE.side && n >= LARGE.side { LARGE } else { SMALL };
     let max = u64::from(gpu.facts.max_groups);

@@ -276,7 +276,9 @@ impl Gpu {
         let (buffer, at) = self.locate(address)?;
         let end = at + len as u64;
         if at % WORD == 0 && end % WORD == 0 {
-            return self.issue(Command::Clear { buffer, offset: at, size: len as u64 }).map_err(|e| self.memory_error(e));
+            return self
+                .issue(Command::Clear { buffer, offset: at, size: len as u64 })
+                .map_err(|e| self.memory_error(e));
         }
         self.write(address, &vec![0u8; len])
     }

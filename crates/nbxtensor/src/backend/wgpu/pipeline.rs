@@ -175,7 +175,8 @@ impl Gpu {
         params: &[u32],
         groups: [u32; 3],
     ) -> Result<()> {
-        let words: Vec<u8> = if params.is_empty() { vec![0; 4] } else { params.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        let words: Vec<u8> =
+            if params.is_empty() { vec![0; 4] } else { params.iter().flat_map(|w| w.to_le_bytes()).collect() };
         let params = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: None,
             contents: &words,

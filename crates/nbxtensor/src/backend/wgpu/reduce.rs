@@ -111,8 +111,11 @@ fn code(op: ReduceOp, e: Elem) -> Option<Code> {
         }
         ReduceOp::ArgMax | ReduceOp::ArgMin if e.width <= 4 => {
             let better = if op == ReduceOp::ArgMax { ">" } else { "<" };
-            let (nan_a, nan_b, start) =
-                if float { ("is_nan(s.a)", "is_nan(t.a)", "0.0") } else { ("false", "false", if signed { "0" } else { "0u" }) };
+            let (nan_a, nan_b, start) = if float {
+                ("is_nan(s.a)", "is_nan(t.a)", "0.0")
+            } else {
+                ("false", "false", if signed { "0" } else { "0u" })
+            };
             Code {
                 state: format!("a: {t}, i: u32, seen: u32", t = e.ty),
                 functions: format!(
@@ -216,12 +219,8 @@ fn run(gpu: &Gpu, spec: &Reduce, launch: Launch<'_>) -> Result<()> {
 /// Registers every reduction on the dtypes served here.
 pub fn register_all(table: &mut LaunchTable) {
     for op in ReduceOp::every() {
-        let dtypes: Vec<DType> = op
-            .dtypes()
-            .iter()
-            .copied()
-            .filter(|&d| wgsl::elem("", d).is_ok_and(|e| code(op, e).is_some()))
-            .collect();
+        let dtypes: Vec<DType> =
+            op.dtypes().iter().copied().filter(|&d| wgsl::elem("", d).is_ok_and(|e| code(op, e).is_some())).collect();
         if !dtypes.is_empty() {
             register(table, op.name(), &dtypes, run);
         }

@@ -44,7 +44,12 @@ fn each(cached: bool, load: &str, body: &str) -> String {
         return format!("    for (var i = lid; i < n; i += {THREADS}u) {{\n        {body}\n    }}\n");
     }
     (0..CACHED)
-        .map(|c| format!("    if (i{c} < n) {{\n        {}\n    }}\n", body.replace("{i}", &format!("i{c}")).replace("{v}", &format!("c{c}"))))
+        .map(|c| {
+            format!(
+                "    if (i{c} < n) {{\n        {}\n    }}\n",
+                body.replace("{i}", &format!("i{c}")).replace("{v}", &format!("c{c}"))
+            )
+        })
         .collect()
 }
 
@@ -56,7 +61,10 @@ fn cache(cached: bool, load: &str) -> String {
     (0..CACHED)
         .map(|c| {
             let value = load.replace("{i}", &format!("i{c}"));
-            format!("    let i{c} = lid + {}u;\n    var c{c} = 0.0;\n    if (i{c} < n) {{ c{c} = {value}; }}\n", c * THREADS)
+            format!(
+                "    let i{c} = lid + {}u;\n    var c{c} = 0.0;\n    if (i{c} < n) {{ c{c} = {value}; }}\n",
+                c * THREADS
+            )
         })
         .collect()
 }
@@ -181,18 +189,22 @@ fn norm(gpu: &Gpu, spec: &Norm, launch: Launch<'_>) -> Result<()> {
         return Ok(());
     }
     let e = wgsl::elem(name, spec.dtype)?;
-    let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| base(gpu, name, t)).collect::<Result<_>>()?;
+    let bound: Vec<_> =
+        launch.inputs.iter().chain(launch.outputs).map(|t| base(gpu, name, t)).collect::<Result<_>>()?;
     let eps = (spec.eps as f32).to_bits();
     let n = wgsl::count(name, n)?;
     let cached = n <= THREADS * CACHED;
     let kernel = format!("{name}_{}{}", spec.dtype.launch_key(), if cached { "_cached" } else { "" });
     // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps
     let (params, order): (Vec<u32>, Vec<usize>) = match (spec.layer, spec.residual) {
-        (true, _) => (vec![rows, n, bound[0].base, 0, bound[1].base, bound[2].base, bound[3].base, 0, eps], vec![0, 1, 2, 3]),
-        (false, false) => (vec![rows, n, bound[0].base, 0, bound[1].base, 0, bound[2].base, 0, eps], vec![0, 1, 2]),
-        (false, true) => {
-            (vec![rows, n, bound[0].base, bound[1].base, bound[2].base, 0, bound[4].base, bound[3].base, eps], vec![0, 1, 2, 3, 4])
+        (true, _) => {
+            (vec![rows, n, bound[0].base, 0, bound[1].base, bound[2].base, bound[3].base, 0, eps], vec![0, 1, 2, 3])
         }
+        (false, false) => (vec![rows, n, bound[0].base, 0, bound[1].base, 0, bound[2].base, 0, eps], vec![0, 1, 2]),
+        (false, true) => (
+            vec![rows, n, bound[0].base, bound[1].base, bound[2].base, 0, bound[4].base, bound[3].base, eps],
+            vec![0, 1, 2, 3, 4],
+        ),
     };
     let pipeline = gpu.pipeline(&kernel, || norm_source(spec, e, cached))?;
     let operands: Vec<_> = order.iter().map(|&i| &bound[i]).collect();
@@ -241,7 +253,8 @@ fn rope(gpu: &Gpu, spec: &Rope, launch: Launch<'_>) -> Result<()> {
         return Ok(());
     }
     let e = wgsl::elem("rope", spec.dtype)?;
-    let bound: Vec<_> = launch.inputs.iter().chain(launch.outputs).map(|t| base(gpu, "rope", t)).collect::<Result<_>>()?;
+    let bound: Vec<_> =
+        launch.inputs.iter().chain(launch.outputs).map(|t| base(gpu, "rope", t)).collect::<Result<_>>()?;
     let params = [pairs, (dim / 2) as u32, seq as u32, bound[0].base, bound[1].base, bound[2].base, bound[3].base];
     let kernel = format!("rope_{}{}", spec.dtype.launch_key(), if spec.interleaved { "_interleaved" } else { "" });
     let pipeline = gpu.pipeline(&kernel, || rope_source(spec, e))?;

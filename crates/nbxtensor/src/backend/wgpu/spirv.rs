@@ -122,7 +122,8 @@ pub fn compile(source: &str, controls: FloatControls) -> Result<Compiled, String
         force_loop_bounding: false,
         ..Default::default()
     };
-    let pipeline = naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry.name.clone() };
+    let pipeline =
+        naga::back::spv::PipelineOptions { shader_stage: naga::ShaderStage::Compute, entry_point: entry.name.clone() };
     let words = naga::back::spv::write_vec(&module, &info, &options, Some(&pipeline)).map_err(|e| e.to_string())?;
     let mut layout: Vec<wgpu::BindGroupLayoutEntry> = Vec::new();
     for (_, var) in module.global_variables.iter() {
@@ -163,7 +164,9 @@ mod tests {
             plain.layout[1].ty,
             wgpu::BindingType::Buffer { ty: wgpu::BufferBindingType::Storage { read_only: true }, .. }
         ));
-        let ops = |w: &[u32]| instructions(w).into_iter().map(|(at, op)| (op, w[at + 1..].first().copied())).collect::<Vec<_>>();
+        let ops = |w: &[u32]| {
+            instructions(w).into_iter().map(|(at, op)| (op, w[at + 1..].first().copied())).collect::<Vec<_>>()
+        };
         let (a, b) = (ops(&plain.words), ops(&controlled.words));
         assert_eq!(b.len(), a.len() + 5, "two capabilities, the extension, two execution modes");
         let position = |op: u32, operand: u32| b.iter().position(|&(o, x)| o == op && x == Some(operand)).unwrap();
@@ -172,11 +175,15 @@ mod tests {
         let extension = b.iter().position(|&(o, _)| o == OP_EXTENSION).unwrap();
         assert!(extension > last_capability);
         let entry = b.iter().position(|&(o, _)| o == OP_ENTRY_POINT).unwrap();
-        let modes: Vec<usize> = b.iter().enumerate().filter(|(_, (o, _))| *o == OP_EXECUTION_MODE).map(|(i, _)| i).collect();
+        let modes: Vec<usize> =
+            b.iter().enumerate().filter(|(_, (o, _))| *o == OP_EXECUTION_MODE).map(|(i, _)| i).collect();
         assert!(modes.iter().all(|&m| m > entry) && modes.len() >= 3, "the workgroup size's mode and the two controls");
         // the header's bound is untouched (no new ids), and the words parse to the end
         assert_eq!(controlled.words[3], plain.words[3]);
-        assert_eq!(instructions(&controlled.words).last().map(|&(at, _)| at + (controlled.words[at] >> 16) as usize), Some(controlled.words.len()));
+        assert_eq!(
+            instructions(&controlled.words).last().map(|&(at, _)| at + (controlled.words[at] >> 16) as usize),
+            Some(controlled.words.len())
+        );
     }
 
     #[test]

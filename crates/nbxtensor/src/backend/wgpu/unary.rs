@@ -241,7 +241,13 @@ fn clip(spec: &Unary, ty: &str) -> Result<(String, Vec<u32>)> {
         })
     };
     let ((has_low, low), (has_high, high)) = (word(spec.min)?, word(spec.max)?);
-    let value = |k: usize| if ty == "f32" { format!("bitcast<f32>(p[EXTRA + {k}u])") } else { format!("bitcast<{ty}>(p[EXTRA + {k}u])") };
+    let value = |k: usize| {
+        if ty == "f32" {
+            format!("bitcast<f32>(p[EXTRA + {k}u])")
+        } else {
+            format!("bitcast<{ty}>(p[EXTRA + {k}u])")
+        }
+    };
     let (lt, gt) = if ty == "f32" { ("!is_nan(v) && v < lo", "!is_nan(v) && v > hi") } else { ("v < lo", "v > hi") };
     let text = format!(
         "fn clip(x: {ty}) -> {ty} {{\n    var v = x;\n    let lo = {lo};\n    let hi = {hi};\n    if (p[EXTRA] == 1u && {lt}) {{ v = lo; }}\n    if (p[EXTRA + 2u] == 1u && {gt}) {{ v = hi; }}\n    return v;\n}}\n",

@@ -308,7 +308,6 @@ pub fn walk_words(operands: usize) -> usize {
 
 /// Refuses an element count past what a u32 index holds (a kernel indexes in 32 bits).
 pub fn count(op: &str, n: i64) -> Result<u32> {
-    u32::try_from(n).map_err(|_| {
-        KernelError::Invalid(format!("{op}: {n} elements are more than a wgpu kernel indexes (2^32 - 1)"))
-    })
+    u32::try_from(n)
+        .map_err(|_| KernelError::Invalid(format!("{op}: {n} elements are more than a wgpu kernel indexes (2^32 - 1)")))
 }
