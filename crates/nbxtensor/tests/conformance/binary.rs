@@ -374,15 +374,19 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, a: &Tensor, b: &Te
     });
 }
 
-/// Every (op, dtype) of the table on random operands of one shape, [5, 17].
+/// Every (op, dtype) of the table on random operands of shapes [5, 17] and [8, 16].
 pub fn binary_values(target: &Target) {
     let mut coverage = Coverage::new(target, "binary", "values");
     let mut draw = Draw::new(10);
     for (op, dtype) in target.entries("binary") {
         assert!(covers(op, dtype), "{}: the suite has no reference", target.what(op, dtype, "values"));
-        let (a, b) = operands(&mut draw, op, dtype, 85);
-        let (ta, tb) = (target.tensor(dtype, &[5, 17], &a), target.tensor(dtype, &[5, 17], &b));
-        check(target, op, dtype, "values", &ta, &tb, &a, &b);
+        // 85 elements, and 128: a whole number of 16-byte vectors at every width (a
+        // backend's vector form)
+        for shape in [[5i64, 17], [8, 16]] {
+            let (a, b) = operands(&mut draw, op, dtype, (shape[0] * shape[1]) as usize);
+            let (ta, tb) = (target.tensor(dtype, &shape, &a), target.tensor(dtype, &shape, &b));
+            check(target, op, dtype, &format!("values {shape:?}"), &ta, &tb, &a, &b);
+        }
         coverage.saw(op, dtype);
     }
     coverage.assert_complete();

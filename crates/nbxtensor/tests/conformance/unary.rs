@@ -358,6 +358,12 @@ pub fn unary_values(target: &Target) {
             let values = inputs(&mut draw, op, dtype, 100);
             let x = target.tensor(dtype, &[4, 25], &values);
             check(target, op, dtype, "values", &x, &values, clip);
+            if matches!(dtype.itemsize(), Ok(1 | 2 | 4)) {
+                // 128 elements: a whole number of 16-byte vectors (a backend's vector form)
+                let values = inputs(&mut draw, op, dtype, 128);
+                let x = target.tensor(dtype, &[4, 32], &values);
+                check(target, op, dtype, "values [4, 32]", &x, &values, clip);
+            }
         }
         coverage.saw(op, dtype);
     }

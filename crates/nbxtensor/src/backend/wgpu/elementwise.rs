@@ -2,7 +2,9 @@
 //! a contiguous output, one WGSL expression per element. An invocation writes whole output words
 //! (four bool or 8-bit elements a word, two of 16 bits, one element of 32 or 64 bits), [`WORDS`]
 //! of them a grid apart, so no two invocations share a word; an output starts on a word, as every fresh output does (blocks and
-//! planned offsets are aligned).
+//! planned offsets are aligned). Where every input lies element for element under the output
+//! (contiguous, unbroadcast, of the output's width) and all start on 16 bytes, the kernel reads
+//! and writes 16-byte vectors instead, nothing walked ([`vector_form`]).
 
 use super::gpu::Gpu;
 use super::wgsl::{self, Elem};
@@ -90,6 +92,56 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     text
 }
 
+/// The vector form of `map`: invocation `t` reads the 16 bytes `t` of every input and writes
+/// the output's 16 bytes `t`. p: vectors, the output's vector base, each input's vector base,
+/// then the body's extra words.
+fn vector_form(map: &Map<'_>) -> String {
+    let k = map.inputs.len();
+    let out = map.output.1;
+    let per = 4 / out.width;
+    let mut text = String::from(wgsl::COMMON);
+    for slot in 0..k {
+        text += &format!("@group(0) @binding({slot}) var<storage, read_write> x{slot}: array<vec4<u32>>;\n");
+    }
+    text += &format!("@group(0) @binding({k}) var<storage, read_write> y: array<vec4<u32>>;\n");
+    text += &wgsl::params(k as u32 + 1);
+    text += &wgsl::invocation(THREADS);
+    text += &format!("const EXTRA: u32 = {}u;\n", 2 + k);
+    text += &map.helpers;
+    let fold = match out.width {
+        4 => format!("word = {};", out.encoded("v")),
+        width => format!("word |= ({} & {}) << (e * {}u);", out.encoded("v"), out.mask(), width * 8),
+    };
+    let loads: String = (0..k).map(|i| format!("    let w{i} = x{i}[p[{}] + t];\n", 2 + i)).collect();
+    let mut lanes = String::new();
+    for (q, lane) in ["x", "y", "z", "w"].iter().enumerate() {
+        let values: String = map
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(i, (_, e))| format!("            let x{i} = {};\n", e.decoded(&format!("w{i}.{lane} >> (e * {}u)", e.width * 8))))
+            .collect();
+        lanes += &format!(
+            "    {{\n        var word = 0u;\n        for (var e = 0u; e < {per}u; e++) {{\n            let i = (t * 4u + {q}u) * {per}u + e;\n{values}{body}\n            {fold}\n        }}\n        out.{lane} = word;\n    }}\n",
+            body = map.body
+        );
+    }
+    text += &format!(
+        r#"
+@compute @workgroup_size({THREADS})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{
+    let t = invocation(gid, groups);
+    if (t >= p[0]) {{
+        return;
+    }}
+{loads}    var out = vec4<u32>(0u, 0u, 0u, 0u);
+{lanes}    y[p[1] + t] = out;
+}}
+"#
+    );
+    text
+}
+
 impl Gpu {
     /// Runs one elementwise kernel over every element of its output.
     pub(super) fn map(&self, op: &str, map: Map<'_>) -> Result<()> {
@@ -105,6 +157,25 @@ impl Gpu {
                 "{op}: the output must be contiguous and start on a 4-byte word"
             )));
         }
+        let inputs = map.inputs.iter().map(|(x, _)| self.bind(op, x)).collect::<Result<Vec<_>>>()?;
+        let mut bound: Vec<&super::pipeline::Bound> = inputs.iter().collect();
+        bound.push(&output);
+        // the vector form: every input element for element under the output, 16-byte aligned
+        let vectors = out.width <= 4
+            && n % (4 * per) == 0
+            && output.base % 16 == 0
+            && map.inputs.iter().zip(&inputs).all(|((x, e), b)| {
+                e.width == out.width && x.shape() == y.shape() && x.is_contiguous() && b.base % 16 == 0
+            });
+        if vectors {
+            let count = n / (4 * per);
+            let mut params = vec![count, output.base / 16];
+            params.extend(inputs.iter().map(|b| b.base / 16));
+            params.extend_from_slice(&map.extra);
+            let pipeline = self.pipeline(&format!("{}_v4", map.name), || vector_form(&map))?;
+            let groups = self.grid(op, u64::from(count).div_ceil(u64::from(THREADS)))?;
+            return self.dispatch(&pipeline, &bound, &params, groups);
+        }
         let strides: Vec<Vec<i64>> = map
             .inputs
             .iter()
@@ -115,7 +186,6 @@ impl Gpu {
             .collect::<Result<_>>()?;
         let views: Vec<&[i64]> = strides.iter().map(Vec::as_slice).collect();
         let walked = walk(y.shape(), &views, None);
-        let inputs = map.inputs.iter().map(|(x, _)| self.bind(op, x)).collect::<Result<Vec<_>>>()?;
         let widths: Vec<(u32, u32)> = inputs.iter().zip(&map.inputs).map(|(b, (_, e))| (b.base, e.width)).collect();
         let mut params = vec![n, output.base];
         if !map.inputs.is_empty() {
@@ -125,8 +195,6 @@ impl Gpu {
         }
         params.extend_from_slice(&map.extra);
         let pipeline = self.pipeline(&map.name, || compose(&map))?;
-        let mut bound: Vec<&super::pipeline::Bound> = inputs.iter().collect();
-        bound.push(&output);
         let groups = self.grid(op, u64::from(n.div_ceil(per)).div_ceil(u64::from(THREADS * WORDS)))?;
         self.dispatch(&pipeline, &bound, &params, groups)
     }
