@@ -4,7 +4,9 @@ side by side in one run.
 Rows: float32 matrix products (2048³, 4096³) against torch.matmul with TF32 off (cuBLAS's
 float32 kernels); add, softmax and rms_norm of a [8192, 4096] float32 tensor (128 MiB), their
 bytes read + written over time against the device-to-device copy bandwidth measured by torch in
-the same run; the host cost per kernel of a chain of 1000 small kernels (neg of 16 values),
+the same run, eager (ten calls back to back, the host's work included) and as a captured chain
+of ten replayed in one command buffer (the kernels' own time); the host cost per kernel of a
+chain of 1000 small kernels (neg of 16 values),
 eager against a captured replay. Each timing is the median of `--repeats` runs of `--inner`
 back-to-back launches after a warm-up, bracketed by a device synchronisation. Without torch or
 CUDA (lavapipe, a Mac) the peers' columns are left out. torch is a reference peer only: this
@@ -90,14 +92,28 @@ def bandwidth_rows(copy, repeats):
     w = nbx.asarray(rng.standard_normal(4096, dtype=np.float32)).to(DEVICE)
     size = 8192 * 4096 * 4
     cases = [
-        ("add", lambda: ops.add(x, y), 3 * size),
-        ("softmax", lambda: ops.softmax(x, axis=-1), 2 * size),
-        ("rms_norm", lambda: ops.rms_norm(x, w), 2 * size),
+        ("add", lambda t: ops.add(t, y), 3 * size),
+        ("softmax", lambda t: ops.softmax(t, axis=-1), 2 * size),
+        ("rms_norm", lambda t: ops.rms_norm(t, w), 2 * size),
     ]
     rows = []
-    for name, fn, bytes_moved in cases:
-        t = timed(fn, ours_sync, repeats, 10)
+    for name, step, bytes_moved in cases:
+        # eager: ten calls back to back, the host's work per call included
+        t = timed(lambda: step(x), ours_sync, repeats, 10)
         row = {"case": f"{name} f32 [8192, 4096]", "nbx_ms": t * 1e3, "nbx_tb_s": bytes_moved / t / 1e12}
+        if copy:
+            row["of_copy"] = bytes_moved / t / copy
+        rows.append(row)
+
+        # captured: a chain of ten calls replayed as one command buffer (the kernels' own time)
+        def chain(v):
+            for _ in range(10):
+                v = step(v)
+            return v
+
+        replay = program.trace(chain, x).executable().capture(x)
+        t = timed(lambda: replay.run(x), ours_sync, repeats, 1) / 10
+        row = {"case": f"{name} f32 [8192, 4096], a captured chain of 10", "nbx_ms": t * 1e3, "nbx_tb_s": bytes_moved / t / 1e12}
         if copy:
             row["of_copy"] = bytes_moved / t / copy
         rows.append(row)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, in the device call right after scripts/vulkan_run.sh's (the machine
-# still warm: the wheel installed in /tmp/site, the loader unpacked, .gpum1/ left there):
+# still warm: the wheel installed in /tmp/site, the loader unpacked, the model's first part
+# kept in /tmp/gpum1 — the working tree is sent afresh each call, /tmp stays):
 # all-MiniLM-L6-v2 through `nbx embed --device vulkan` against the sentence-transformers
 # reference in the project's test data (cosine >= 0.99999, |diff| <= 1e-4), carrying .gpum2.
 # The model travels in two parts (.gpum1/ with the first call, .gpum2/ with this one) because
@@ -13,9 +14,9 @@ mkdir -p "$logs"
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
 export XDG_RUNTIME_DIR=/tmp PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-[ -d .gpum1 ] || { echo "no .gpum1/: the first call's part is gone (the machine went back); run both calls again"; exit 2; }
+[ -d /tmp/gpum1 ] || { echo "no /tmp/gpum1: the first call's part is gone (the machine went back); run both calls again"; exit 2; }
 rm -rf /tmp/minilm && mkdir -p /tmp/minilm
-cat .gpum1/part.* .gpum2/part.* | xz -d | tar -x -C /tmp/minilm
+cat /tmp/gpum1/part.* .gpum2/part.* | xz -d | tar -x -C /tmp/minilm
 python3 - "$logs" <<'PY'
 import json, subprocess, sys, time
 from pathlib import Path

@@ -11,6 +11,8 @@ ldconfig
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
 export XDG_RUNTIME_DIR=/tmp NBX_REQUIRE_VULKAN=1 PYTHONUNBUFFERED=1
+# the model's first part kept for scripts/vulkan_minilm.sh's call (the tree is sent afresh)
+[ -d .gpum1 ] && rm -rf /tmp/gpum1 && cp -r .gpum1 /tmp/gpum1
 xz -dkf .gpuw/conformance.xz
 timeout 150 .gpuw/conformance vulkan:: --test-threads=8 >"$logs/conformance.log" 2>&1
 echo "conformance: exit $?"

@@ -20,9 +20,9 @@ pub struct Target {
     /// The device.
     pub device: Device,
     /// Whether the device's float32 arithmetic flushes subnormals to zero, operands and
-    /// results (a Vulkan driver without `shaderDenormPreserveFloat32`, as WGSL allows): its
-    /// float elementwise results are then also accepted as computed on flushed operands and
-    /// flushed. Read from the adapter; nothing else is relaxed.
+    /// results (as WGSL allows; NVIDIA's Vulkan driver does): its float elementwise results are
+    /// then also accepted as computed on flushed operands and flushed. Measured by the backend
+    /// (`Gpu::flushes_subnormals`); nothing else is relaxed.
     pub flushes_subnormals: bool,
 }
 
@@ -53,12 +53,12 @@ impl Target {
 
     /// `vulkan:0` (the wgpu backend), or `None` after printing why `test` is skipped there.
     pub fn vulkan(test: &str) -> Option<Target> {
-        use nbxtensor::backend::wgpu::{adapter_facts, unavailable_reason, Api};
+        use nbxtensor::backend::wgpu::{gpu, unavailable_reason, Api};
         match unavailable_reason(Api::Vulkan) {
             None => Some(Target {
                 name: "wgpu",
                 device: Device { kind: DeviceKind::Vulkan, index: 0 },
-                flushes_subnormals: !adapter_facts(Api::Vulkan)[0].float_controls.denorm_preserve,
+                flushes_subnormals: gpu(Api::Vulkan, 0).unwrap().flushes_subnormals().unwrap(),
             }),
             // CI installs lavapipe and sets NBX_REQUIRE_VULKAN: there a missing adapter fails
             Some(why) if std::env::var_os("NBX_REQUIRE_VULKAN").is_some() => {

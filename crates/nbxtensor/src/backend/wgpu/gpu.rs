@@ -37,6 +37,8 @@ pub struct Gpu {
     pub(super) pipelines: Pipelines,
     /// A word bound in place of an operand of no element.
     pub(super) placeholder: OnceLock<Arc<wgpu::Buffer>>,
+    /// Whether its kernels flush float32 subnormals, once measured (`flushes_subnormals`).
+    pub(super) subnormals: OnceLock<bool>,
 }
 
 impl Gpu {
@@ -82,6 +84,7 @@ pub fn gpu(api: Api, index: u32) -> Result<&'static Gpu, String> {
                 pending: Mutex::new(Pending::default()),
                 pipelines: Pipelines::default(),
                 placeholder: OnceLock::new(),
+                subnormals: OnceLock::new(),
             })))
         })
         .clone()

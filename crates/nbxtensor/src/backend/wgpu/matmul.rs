@@ -53,10 +53,12 @@ fn source(e: Elem, bias: bool, tile: Tile) -> String {
     let accumulators: String = cells.iter().map(|(r, c)| format!("    var acc_{r}_{c} = 0.0;\n")).collect();
     let mut products = String::new();
     // the slices are staged as vec4s: an invocation's block row and column are read 16 bytes at
-    // a time (a quarter of the shared-memory loads of scalars)
+    // a time (a quarter of the shared-memory loads of scalars); its columns are 4 neighbours in
+    // each stripe of 4·SIDE, so neighbouring invocations read neighbouring vectors (no bank
+    // conflicts) and write neighbouring outputs
     for q in 0..block / 4 {
         products += &format!("            let av{q} = ta[(d * {side}u + ty * {block}u) / 4u + {q}u];\n");
-        products += &format!("            let bv{q} = tb[(d * {side}u + tx * {block}u) / 4u + {q}u];\n");
+        products += &format!("            let bv{q} = tb[(d * {side}u) / 4u + {q}u * {SIDE}u + tx];\n");
     }
     let lane = ["x", "y", "z", "w"];
     for r in 0..block {
@@ -94,8 +96,9 @@ fn source(e: Elem, bias: bool, tile: Tile) -> String {
     let stores: String = cells
         .iter()
         .map(|(r, c)| {
+            let (stripe, lane) = (c / 4 * 4 * SIDE, c % 4);
             format!(
-                "    {{\n        let gi = row0 + ty * {block}u + {r}u;\n        let gj = col0 + tx * {block}u + {c}u;\n        if (gi < m && gj < n) {{\n            var v = acc_{r}_{c};\n            {add_bias}\n            st_y(out + (gi * n + gj) * {w}u, v);\n        }}\n    }}\n"
+                "    {{\n        let gi = row0 + ty * {block}u + {r}u;\n        let gj = col0 + {stripe}u + tx * 4u + {lane}u;\n        if (gi < m && gj < n) {{\n            var v = acc_{r}_{c};\n            {add_bias}\n            st_y(out + (gi * n + gj) * {w}u, v);\n        }}\n    }}\n"
             )
         })
         .collect();

@@ -283,8 +283,9 @@ impl Gpu {
         self.write(address, &vec![0u8; len])
     }
 
-    /// Copies `len` bytes from `src` to `dst` on this device, ordered with the launches; a copy
-    /// not in whole words goes through the `copy` kernel's bytes path.
+    /// Copies `len` bytes from `src` to `dst` on this device, ordered with the launches: whole
+    /// 16-byte vectors by the `copy` kernel's vector path, other whole words by the device's
+    /// buffer copy, the rest by its bytes path.
     pub fn copy_within(&self, dst: u64, src: u64, len: usize) -> Result<(), MemoryError> {
         if len == 0 {
             return Ok(());
@@ -292,6 +293,10 @@ impl Gpu {
         let (from, src_at) = self.locate(src)?;
         let (to, dst_at) = self.locate(dst)?;
         let size = len as u64;
+        // a window reaches at most 256 bytes (the largest offset alignment) before its range
+        if src_at % 16 == 0 && dst_at % 16 == 0 && size % 16 == 0 && size + 256 <= self.facts.max_binding {
+            return super::copy::copy_vectors(self, dst, src, len).map_err(|e| self.memory_error(e.to_string()));
+        }
         if src_at % WORD == 0 && dst_at % WORD == 0 && size % WORD == 0 {
             let copy = Command::Copy { src: from, src_offset: src_at, dst: to, dst_offset: dst_at, size };
             return self.issue(copy).map_err(|e| self.memory_error(e));

@@ -40,10 +40,70 @@ impl Gpu {
         if let Some(pipeline) = pipelines.get(name) {
             return Ok(Arc::clone(pipeline));
         }
-        let source = compose();
+        let keeps = !self.flushes_subnormals()?;
+        let pipeline = Arc::new(self.compile(name, &super::wgsl::for_device(compose(), keeps))?);
+        pipelines.insert(name.to_string(), Arc::clone(&pipeline));
+        Ok(pipeline)
+    }
+
+    /// Whether the device's kernels flush float32 subnormals to zero: measured once, by a
+    /// kernel compiled as every other is (its float controls) adding the smallest subnormal to
+    /// itself. A driver may flush without the float controls that forbid it (NVIDIA's does) or
+    /// keep them without promising to (Mesa's lavapipe): the adapter's report does not say.
+    pub fn flushes_subnormals(&self) -> Result<bool> {
+        if let Some(&flushes) = self.subnormals.get() {
+            return Ok(flushes);
+        }
+        const PROBE: &str = "@group(0) @binding(0) var<storage, read_write> x: array<u32>;\n@compute @workgroup_size(1)\nfn main() {\n    x[2] = bitcast<u32>(bitcast<f32>(x[0]) + bitcast<f32>(x[1]));\n}\n";
+        let pipeline = self.compile("subnormal_probe", PROBE)?;
+        let words = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("nbxtensor subnormal probe"),
+            contents: &[1u32, 1, 7].iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("nbxtensor subnormal probe, read back"),
+            size: 12,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: words.as_entire_binding() }],
+        });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default());
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        encoder.copy_buffer_to_buffer(&words, 0, &staging, 0, 12);
+        self.queue.submit([encoder.finish()]);
+        staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        self.wait().map_err(KernelError::Device)?;
+        let sum = {
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| device_error(self, format!("reading the subnormal probe back: {e}")))?;
+            u32::from_le_bytes([view[8], view[9], view[10], view[11]])
+        };
+        staging.unmap();
+        let flushes = match sum {
+            2 => false,
+            0 => true,
+            other => return Err(device_error(self, format!("the subnormal probe gave {other:#x}, neither 2 nor 0"))),
+        };
+        Ok(*self.subnormals.get_or_init(|| flushes))
+    }
+
+    /// `source` compiled: through SPIR-V built here where the device takes it, else naga's.
+    fn compile(&self, name: &str, source: &str) -> Result<wgpu::ComputePipeline> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let pipeline = if self.facts.passthrough {
-            self.passthrough(name, &source)?
+            self.passthrough(name, source)?
         } else {
             let descriptor =
                 wgpu::ShaderModuleDescriptor { label: Some(name), source: wgpu::ShaderSource::Wgsl(source.into()) };
@@ -65,8 +125,6 @@ impl Gpu {
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(device_error(self, format!("kernel {name} did not compile: {error}")));
         }
-        let pipeline = Arc::new(pipeline);
-        pipelines.insert(name.to_string(), Arc::clone(&pipeline));
         Ok(pipeline)
     }
 

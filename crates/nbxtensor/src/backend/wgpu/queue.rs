@@ -1,5 +1,6 @@
 //! Submission and capture. Eager commands are encoded into one command encoder per device and
-//! submitted in batches, and whenever the host waits or writes: the queue runs them in order.
+//! submitted in batches (32 commands, or sooner once they hold enough work), and whenever the
+//! host waits or writes: the queue runs them in order.
 //! A capture records the commands of the capturing thread (its pipelines and bind groups built,
 //! nothing run); a replay encodes that list into one command buffer and submits it, looking
 //! nothing up.
@@ -13,6 +14,11 @@ use std::sync::Arc;
 
 /// Commands encoded before a submission: the queue is kept fed without a submission per launch.
 const BATCH: usize = 32;
+
+/// Work encoded before a submission, in workgroups (a copy or clear counts a workgroup for each
+/// 4 KiB): a large kernel starts at once, while the host encodes the next, instead of waiting
+/// for the batch to fill.
+const BATCH_WORK: u64 = 4096;
 
 /// One command of the device's queue.
 pub(super) enum Command {
@@ -29,6 +35,7 @@ pub(super) enum Command {
 pub(super) struct Pending {
     encoder: Option<wgpu::CommandEncoder>,
     count: usize,
+    work: u64,
 }
 
 thread_local! {
@@ -82,7 +89,11 @@ impl Gpu {
             .get_or_insert_with(|| self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor::default()));
         encode(encoder, std::slice::from_ref(&command));
         pending.count += 1;
-        if pending.count >= BATCH {
+        pending.work += match &command {
+            Command::Dispatch { groups, .. } => groups.iter().map(|&g| u64::from(g)).product(),
+            Command::Copy { size, .. } | Command::Clear { size, .. } => size / 4096,
+        };
+        if pending.count >= BATCH || pending.work >= BATCH_WORK {
             self.submit(&mut pending);
         }
         drop(pending);
@@ -94,6 +105,7 @@ impl Gpu {
             self.queue.submit([encoder.finish()]);
         }
         pending.count = 0;
+        pending.work = 0;
     }
 
     /// Submits the commands encoded so far.

@@ -36,9 +36,9 @@ pub struct Elem {
 /// the packed formats.
 pub fn elem(op: &str, dtype: DType) -> Result<Elem> {
     let (width, ty, decode, encode) = match dtype {
-        DType::Float32 => (4, "f32", "bitcast<f32>($)", "bitcast<u32>($)"),
+        DType::Float32 => (4, "f32", "from_bits($)", "bitcast<u32>($)"),
         DType::Float16 => (2, "f32", "f16_to_f32($ & 0xffffu)", "f32_to_f16($)"),
-        DType::Bfloat16 => (2, "f32", "bitcast<f32>($ << 16u)", "f32_to_bf16($)"),
+        DType::Bfloat16 => (2, "f32", "from_bits($ << 16u)", "f32_to_bf16($)"),
         DType::Int8 => (1, "i32", "bitcast<i32>($ << 24u) >> 24u", "bitcast<u32>($) & 0xffu"),
         DType::Int16 => (2, "i32", "bitcast<i32>($ << 16u) >> 16u", "bitcast<u32>($) & 0xffffu"),
         DType::Int32 => (4, "i32", "bitcast<i32>($)", "bitcast<u32>($)"),
@@ -79,9 +79,31 @@ impl Elem {
     }
 }
 
+/// The statement of `from_bits` (in [`COMMON`]) on a device that keeps float32 subnormals.
+const KEEP_SUBNORMALS: &str = "return bitcast<f32>(x); // subnormals kept";
+
+/// The same on a device whose float32 arithmetic flushes subnormals (`Gpu::flushes_subnormals`): it reads them as zeros of
+/// their sign, so that every comparison, selection and bit test of a kernel sees the value its
+/// arithmetic sees (a subnormal passed through a `select` would otherwise come out unflushed
+/// beside a comparison that took it for zero).
+const FLUSH_SUBNORMALS: &str = "return bitcast<f32>(select(x, x & 0x80000000u, (x & 0x7f800000u) == 0u));";
+
+/// A kernel's WGSL for a device that keeps float32 subnormals or flushes them.
+pub fn for_device(source: String, keeps_subnormals: bool) -> String {
+    if keeps_subnormals {
+        source
+    } else {
+        source.replace(KEEP_SUBNORMALS, FLUSH_SUBNORMALS)
+    }
+}
+
 /// Conversions shared by every kernel: float16 to and from float32, float32 to bfloat16, each
 /// rounding to nearest even; NaNs stay NaN, quiet.
 pub const COMMON: &str = r#"
+// a float32 from its bits (see KEEP_SUBNORMALS)
+fn from_bits(x: u32) -> f32 {
+    return bitcast<f32>(x); // subnormals kept
+}
 fn f16_to_f32(h: u32) -> f32 {
     let sign = (h & 0x8000u) << 16u;
     let e = (h >> 10u) & 0x1fu;
