@@ -25,7 +25,7 @@ use crate::cases::{self, Draw, EDGE_SHAPES};
 use crate::complex;
 use crate::harness::{assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target};
 use crate::reference::{
-    assert_elems_or, flush_subnormal, format, int_range, is_complex, is_int, is_real, pow2, width, wrap, Elem, Format,
+    assert_elems_or, flushed_alternatives, format, int_range, is_complex, is_int, is_real, pow2, width, wrap, Elem, Format,
     Tol,
 };
 use nbxtensor::kernel::Attrs;
@@ -363,11 +363,10 @@ fn check(target: &Target, op: &str, dtype: DType, case: &str, a: &Tensor, b: &Te
     assert_eq!(out.shape(), &shape[..], "{what}: output shape");
     let (ia, ib) = (broadcast_index(&shape, a.shape()), broadcast_index(&shape, b.shape()));
     let want: Vec<Elem> = ia.iter().zip(&ib).map(|(&i, &j)| reference(op, dtype, la[i], lb[j]).unwrap()).collect();
-    let flushed: Option<Vec<Elem>> = target.flushes_subnormals.then(|| {
-        let at = |i: usize, j: usize| reference(op, dtype, flush_subnormal(la[i]), flush_subnormal(lb[j])).unwrap();
-        ia.iter().zip(&ib).map(|(&i, &j)| flush_subnormal(at(i, j))).collect()
-    });
-    assert_elems_or(&what, out.dtype(), &read(&out), &want, flushed.as_deref(), |k| match (la[ia[k]], lb[ib[k]]) {
+    let (pa, pb): (Vec<Elem>, Vec<Elem>) = ia.iter().zip(&ib).map(|(&i, &j)| (la[i], lb[j])).unzip();
+    let flushed =
+        flushed_alternatives(target.flushes_subnormals, &[&pa, &pb], |v| reference(op, dtype, v[0], v[1]).unwrap());
+    assert_elems_or(&what, out.dtype(), &read(&out), &want, &flushed, |k| match (la[ia[k]], lb[ib[k]]) {
         (Elem::F(x), Elem::F(y)) => tolerance(op, dtype, x, y),
         (x @ Elem::C(..), y @ Elem::C(..)) => complex::binary_tolerance(op, dtype, x, y),
         _ => Tol::EXACT,

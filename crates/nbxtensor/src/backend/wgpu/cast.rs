@@ -179,7 +179,11 @@ fn served(from: DType, to: DType) -> Result<()> {
 fn run(gpu: &Gpu, spec: &Cast, launch: Launch<'_>) -> Result<()> {
     served(spec.from, spec.to)?;
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
-    let (from, to): (Elem, Elem) = (wgsl::elem("cast", spec.from)?, wgsl::elem("cast", spec.to)?);
+    let (mut from, to): (Elem, Elem) = (wgsl::elem("cast", spec.from)?, wgsl::elem("cast", spec.to)?);
+    if class(spec.from) == Class::Float && class(spec.to) == Class::Float {
+        // a float moved into another float format: bit for bit, subnormals kept everywhere
+        from = from.exact();
+    }
     gpu.map(
         "cast",
         Map {

@@ -63,10 +63,19 @@ fn compose(map: &Map<'_>) -> String {
         4 => ("0u", format!("word = {};", out.encoded("v"))),
         width => ("0u", format!("word |= ({} & {}) << (e * {}u);", out.encoded("v"), out.mask(), width * 8)),
     };
+    // an element reads its inputs unconditionally, its index clamped to the last element
+    // (loads under a condition are issued one after another, unconditional ones all at once);
+    // a word past the end is computed but not stored, an element past the end of the last word
+    // left zero
     let mut passes = String::new();
     for pass in 0..WORDS {
+        let keep = if per == 1 {
+            fold.clone()
+        } else {
+            format!("if (t{pass} * {per}u + e < n) {{\n                {fold}\n            }}")
+        };
         passes += &format!(
-            "    let t{pass} = first + {pass}u * stride;\n    var word{pass} = {zero};\n    if (t{pass} * {per}u < n) {{\n        var word = {zero};\n        for (var e = 0u; e < {per}u; e++) {{\n            let i = t{pass} * {per}u + e;\n            if (i >= n) {{\n                break;\n            }}\n{at}{loads}{body}\n            {fold}\n        }}\n        word{pass} = word;\n    }}\n",
+            "    let t{pass} = first + {pass}u * stride;\n    var word{pass} = {zero};\n    {{\n        var word = {zero};\n        for (var e = 0u; e < {per}u; e++) {{\n            let i = min(t{pass} * {per}u + e, n - 1u);\n{at}{loads}{body}\n            {keep}\n        }}\n        word{pass} = word;\n    }}\n",
             body = map.body
         );
     }

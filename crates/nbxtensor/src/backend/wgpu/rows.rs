@@ -53,18 +53,18 @@ fn each(cached: bool, load: &str, body: &str) -> String {
         .collect()
 }
 
-/// The WGSL reading this invocation's row elements into registers (cached rows only).
+/// The WGSL reading this invocation's row elements into registers (cached rows only). Every
+/// load is unconditional, its index clamped into the row (a slot past the row's end reads its
+/// last element, which no pass uses): loads under a condition are issued one after another,
+/// unconditional ones all at once.
 fn cache(cached: bool, load: &str) -> String {
     if !cached {
         return String::new();
     }
     (0..CACHED)
         .map(|c| {
-            let value = load.replace("{i}", &format!("i{c}"));
-            format!(
-                "    let i{c} = lid + {}u;\n    var c{c} = 0.0;\n    if (i{c} < n) {{ c{c} = {value}; }}\n",
-                c * THREADS
-            )
+            let value = load.replace("{i}", &format!("min(i{c}, n - 1u)"));
+            format!("    let i{c} = lid + {}u;\n    let c{c} = {value};\n", c * THREADS)
         })
         .collect()
 }

@@ -29,6 +29,9 @@ pub struct Elem {
     decode: &'static str,
     /// The expression encoding a `ty` value `$` into its bits.
     encode: &'static str,
+    /// Whether a float32 or bfloat16 is decoded bit for bit even where the device flushes
+    /// subnormals ([`Elem::exact`]).
+    exact: bool,
 }
 
 /// The kernels' view of `dtype`; refused (naming `op`) for the dtypes no WGSL kernel holds:
@@ -55,7 +58,7 @@ pub fn elem(op: &str, dtype: DType) -> Result<Elem> {
             })
         }
     };
-    Ok(Elem { dtype, width, ty, decode, encode })
+    Ok(Elem { dtype, width, ty, decode, encode, exact: false })
 }
 
 impl Elem {
@@ -66,7 +69,14 @@ impl Elem {
 
     /// The WGSL expression of bits `w` decoded as a `ty`.
     pub fn decoded(&self, w: &str) -> String {
-        format!("({})", self.decode.replace('$', &format!("({w})")))
+        let decode = if self.exact { self.decode.replace("from_bits(", "bitcast<f32>(") } else { self.decode.to_string() };
+        format!("({})", decode.replace('$', &format!("({w})")))
+    }
+
+    /// This element decoded bit for bit, its subnormals kept even on a device that flushes
+    /// them: for kernels that only move or convert floats (casts), never compare or compute.
+    pub fn exact(self) -> Elem {
+        Elem { exact: true, ..self }
     }
 
     /// The mask of the element's bits within a word (all ones for 4 and 8 bytes).
