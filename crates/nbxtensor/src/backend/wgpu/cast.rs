@@ -180,8 +180,9 @@ fn run(gpu: &Gpu, spec: &Cast, launch: Launch<'_>) -> Result<()> {
     served(spec.from, spec.to)?;
     let (x, y) = (&launch.inputs[0], &launch.outputs[0]);
     let (mut from, to): (Elem, Elem) = (wgsl::elem("cast", spec.from)?, wgsl::elem("cast", spec.to)?);
-    if class(spec.from) == Class::Float && class(spec.to) == Class::Float {
-        // a float moved into another float format: bit for bit, subnormals kept everywhere
+    if class(spec.from) == Class::Float {
+        // a float converted, never computed with: read bit for bit, so that a subnormal stays
+        // one in another float format and is true as a bool, on a device that flushes too
         from = from.exact();
     }
     gpu.map(

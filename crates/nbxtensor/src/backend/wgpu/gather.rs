@@ -92,11 +92,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 /// `w_<name>(byte)`: the bits of an element of `width` bytes from `byte` of a binding, at any
-/// alignment (the next word read only where the element reaches into it).
+/// alignment (both words read unconditionally, the next clamped into the window and used only
+/// where the element reaches into it).
 fn raw(name: &str, width: u32) -> String {
     let bits = 8 * width.min(4);
     format!(
-        "fn w_{name}(b: u32) -> u32 {{\n    let j = b >> 2u;\n    let s = (b & 3u) * 8u;\n    if (s + {bits}u <= 32u) {{ return {name}[j] >> s; }}\n    return ({name}[j] >> s) | ({name}[j + 1u] << (32u - s));\n}}\n"
+        "fn w_{name}(b: u32) -> u32 {{\n    let j = b >> 2u;\n    let s = (b & 3u) * 8u;\n    let low = {name}[j];\n    let high = {name}[min(j + 1u, arrayLength(&{name}) - 1u)];\n    return select((low >> s) | (high << (32u - s)), low >> s, s + {bits}u <= 32u);\n}}\n"
     )
 }
 

@@ -173,8 +173,8 @@ fn f32_to_bf16(v: f32) -> u32 {
 "#;
 
 /// A tensor read by the kernel: binding `slot` as `name`, with `w_<name>(byte)` (the bits from
-/// `byte`, any alignment: the next word is read only where the element reaches into it, so
-/// nothing past the window is touched) and `ld_<name>(byte)` (the element at `byte`, as `ty`).
+/// `byte`, any alignment: the next word is read too, clamped into the window, and used only
+/// where the element reaches into it) and `ld_<name>(byte)` (the element at `byte`, as `ty`).
 pub fn input(slot: u32, name: &str, e: Elem) -> String {
     let load = if e.width == 8 {
         format!("vec2<u32>(w_{name}(byte_), w_{name}(byte_ + 4u))")
@@ -187,10 +187,11 @@ pub fn input(slot: u32, name: &str, e: Elem) -> String {
 fn w_{name}(byte_: u32) -> u32 {{
     let word_ = byte_ >> 2u;
     let shift_ = (byte_ & 3u) * 8u;
-    if (shift_ + {bits}u <= 32u) {{
-        return {name}[word_] >> shift_;
-    }}
-    return ({name}[word_] >> shift_) | ({name}[word_ + 1u] << (32u - shift_));
+    // both words read unconditionally (a load under a branch is issued alone, so a kernel's
+    // loads would not be in flight together), the next one clamped into the window
+    let low_ = {name}[word_];
+    let high_ = {name}[min(word_ + 1u, arrayLength(&{name}) - 1u)];
+    return select((low_ >> shift_) | (high_ << (32u - shift_)), low_ >> shift_, shift_ + {bits}u <= 32u);
 }}
 fn ld_{name}(byte_: u32) -> {ty} {{
     return {load};
