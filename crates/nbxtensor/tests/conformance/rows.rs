@@ -29,7 +29,7 @@ pub fn covers(op: &str, dtype: DType) -> bool {
 }
 
 /// The row lengths the value cases run.
-const LENGTHS: [i64; 5] = [1, 37, 1000, 4099, 20000];
+const LENGTHS: [i64; 7] = [1, 37, 1000, 1024, 4096, 4099, 20000];
 
 fn log2(n: usize) -> f64 {
     (n.max(1) as f64).log2()

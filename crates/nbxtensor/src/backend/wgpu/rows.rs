@@ -159,6 +159,142 @@ fn norm_source(spec: &Norm, e: Elem, cached: bool) -> String {
     text
 }
 
+/// Vectors of a row an invocation holds in the vector form: 4, so rows of up to 4096.
+const MAX_VECTORS: u32 = 4;
+
+/// The vector form's count of 16-byte vectors an invocation holds, where it serves: float32
+/// rows of 1024, 2048, 3072 or 4096 elements, every operand on 16 bytes. Each invocation
+/// then reads and writes whole `vec4`s (one load of 16 bytes where the general form makes four
+/// of 4), the row's elements `4·(lid + 256·k) + lane` in its registers.
+fn vectors(e: Elem, n: u32, bases: &[u32]) -> Option<u32> {
+    let count = n / (4 * THREADS);
+    (e.width == 4 && n % (4 * THREADS) == 0 && (1..=MAX_VECTORS).contains(&count) && bases.iter().all(|b| b % 16 == 0))
+        .then_some(count)
+}
+
+/// A binding of 16-byte vectors.
+fn vector_binding(slot: u32, name: &str) -> String {
+    format!("@group(0) @binding({slot}) var<storage, read_write> {name}: array<vec4<u32>>;\n")
+}
+
+const LANES: [&str; 4] = ["x", "y", "z", "w"];
+
+/// The vector form's registers: `c<j>` decoded from the vectors `q<name><k>` of each input
+/// (its name and the WGSL of its row's first vector), combined by `value` (in which `{name}`
+/// stands for that input's lane).
+fn vector_cache(e: Elem, count: u32, inputs: &[(&str, &str)], value: &str) -> String {
+    let mut text = String::new();
+    for k in 0..count {
+        for (name, first) in inputs {
+            text += &format!("    let q{name}{k} = {name}[{first} + lid + {}u];\n", k * THREADS);
+        }
+        for (l, lane) in LANES.iter().enumerate() {
+            let mut v = value.to_string();
+            for (name, _) in inputs {
+                v = v.replace(&format!("{{{name}}}"), &e.decoded(&format!("q{name}{k}.{lane}")));
+            }
+            text += &format!("    let c{} = {v};\n", 4 * k + l as u32);
+        }
+    }
+    text
+}
+
+/// The vector form's store: vector `first + lid + 256·k` of `name` takes `value` (of `{j}`, a
+/// register's number, and `{lane}`) encoded, lane by lane.
+fn vector_store(e: Elem, count: u32, name: &str, first: &str, value: &str) -> String {
+    (0..count)
+        .map(|k| {
+            let lanes: Vec<String> = LANES
+                .iter()
+                .enumerate()
+                .map(|(l, lane)| e.encoded(&value.replace("{j}", &(4 * k + l as u32).to_string()).replace("{lane}", lane).replace("{k}", &k.to_string())))
+                .collect();
+            format!("    {name}[{first} + lid + {}u] = vec4<u32>({});\n", k * THREADS, lanes.join(", "))
+        })
+        .collect()
+}
+
+/// Softmax over the last axis in the vector form (see [`vectors`]).
+fn softmax_vector_source(spec: &Softmax, e: Elem, count: u32) -> String {
+    let registers = 4 * count;
+    let max: String = (0..registers).map(|j| format!("    if (!is_nan(c{j}) && c{j} > top) {{ top = c{j}; }}\n")).collect();
+    let sum: String = (0..registers).map(|j| format!("    sum += exp(c{j} - top);\n")).collect();
+    let last = if spec.log { "c{j} - top - log(total)" } else { "exp(c{j} - top) * inverse" };
+    format!(
+        r#"{head}{x}{y}{params}
+{MAIN}    // p: rows, n, inner extent (1), x base, y base
+    let first = row * (n >> 2u);
+{cache}    var top = bitcast<f32>(0xff800000u);
+{max}    top = reduce_max(top, lid);
+    var sum = 0.0;
+{sum}    let total = reduce_sum(sum, lid);
+    let inverse = 1.0 / total;
+{write}}}
+"#,
+        head = head(),
+        x = vector_binding(0, "x"),
+        y = vector_binding(1, "y"),
+        params = wgsl::params(2),
+        cache = vector_cache(e, count, &[("x", "(p[3] >> 4u) + first")], "{x}"),
+        write = vector_store(e, count, "y", "(p[4] >> 4u) + first", last),
+    )
+}
+
+/// layer_norm, rms_norm and add_rms_norm in the vector form (see [`vectors`]): the statistics
+/// and values as the general form computes them.
+fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
+    let registers = 4 * count;
+    let mut text = head();
+    let x = ("x", "(p[2] >> 4u) + first");
+    let (inputs, value) = if spec.residual {
+        (vec![x, ("r", "(p[3] >> 4u) + first")], e.decoded(&e.encoded("{x} + {r}")))
+    } else {
+        (vec![x], "{x}".to_string())
+    };
+    let stats = if spec.layer {
+        let s: String = (0..registers).map(|j| format!("    s += c{j};\n")).collect();
+        let q: String = (0..registers).map(|j| format!("    {{ let d = c{j} - mean; q += d * d; }}\n")).collect();
+        format!("    var s = 0.0;\n{s}    let mean = reduce_sum(s, lid) / f32(n);\n    var q = 0.0;\n{q}    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n")
+    } else {
+        let q: String = (0..registers).map(|j| format!("    q += c{j} * c{j};\n")).collect();
+        format!("    var q = 0.0;\n{q}    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n")
+    };
+    let weight = |k: &str, lane: &str, name: &str, base: &str| e.decoded(&format!("{name}[({base} >> 4u) + lid + {k}u * {THREADS}u].{lane}"));
+    let output = if spec.layer {
+        format!("(c{{j}} - mean) * scale * {} + {}", weight("{k}", "{lane}", "w", "p[4]"), weight("{k}", "{lane}", "b", "p[5]"))
+    } else {
+        format!("c{{j}} * scale * {}", weight("{k}", "{lane}", "w", "p[4]"))
+    };
+    let slot = match (spec.layer, spec.residual) {
+        (true, _) => {
+            text += &(vector_binding(0, "x") + &vector_binding(1, "w") + &vector_binding(2, "b"));
+            3
+        }
+        (false, false) => {
+            text += &(vector_binding(0, "x") + &vector_binding(1, "w"));
+            2
+        }
+        (false, true) => {
+            text += &(vector_binding(0, "x") + &vector_binding(1, "r") + &vector_binding(2, "w") + &vector_binding(3, "sum"));
+            4
+        }
+    };
+    text += &vector_binding(slot, "y");
+    text += &wgsl::params(slot + 1);
+    let cache = vector_cache(e, count, &inputs, &value);
+    let sums = if spec.residual { vector_store(e, count, "sum", "(p[7] >> 4u) + first", "c{j}") } else { String::new() };
+    text += &format!(
+        r#"
+{MAIN}    // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps
+    let eps = bitcast<f32>(p[8]);
+    let first = row * (n >> 2u);
+{cache}{stats}{sums}{write}}}
+"#,
+        write = vector_store(e, count, "y", "(p[6] >> 4u) + first", &output),
+    );
+    text
+}
+
 fn base(gpu: &Gpu, op: &str, t: &Tensor) -> Result<super::pipeline::Bound> {
     gpu.bind(op, t)
 }
@@ -174,6 +310,11 @@ fn softmax(gpu: &Gpu, spec: &Softmax, launch: Launch<'_>) -> Result<()> {
     let e = wgsl::elem(name, spec.dtype)?;
     let (input, output) = (base(gpu, name, x)?, base(gpu, name, y)?);
     let params = [rows, wgsl::count(name, n as i64)?, b as u32, input.base, output.base];
+    if let Some(count) = vectors(e, params[1], &[input.base, output.base]).filter(|_| b == 1) {
+        let kernel = format!("{name}_{}_v{count}", spec.dtype.launch_key());
+        let pipeline = gpu.pipeline(&kernel, || softmax_vector_source(spec, e, count))?;
+        return gpu.dispatch(&pipeline, &[&input, &output], &params, gpu.grid(name, u64::from(rows))?);
+    }
     let cached = n <= (THREADS * CACHED) as usize;
     let kernel = format!("{name}_{}{}", spec.dtype.launch_key(), if cached { "_cached" } else { "" });
     let pipeline = gpu.pipeline(&kernel, || softmax_source(spec, e, cached))?;
@@ -206,8 +347,15 @@ fn norm(gpu: &Gpu, spec: &Norm, launch: Launch<'_>) -> Result<()> {
             vec![0, 1, 2, 3, 4],
         ),
     };
-    let pipeline = gpu.pipeline(&kernel, || norm_source(spec, e, cached))?;
     let operands: Vec<_> = order.iter().map(|&i| &bound[i]).collect();
+    let bases: Vec<u32> = bound.iter().map(|b| b.base).collect();
+    let pipeline = match vectors(e, n, &bases) {
+        Some(count) => {
+            let kernel = format!("{name}_{}_v{count}", spec.dtype.launch_key());
+            gpu.pipeline(&kernel, || norm_vector_source(spec, e, count))?
+        }
+        None => gpu.pipeline(&kernel, || norm_source(spec, e, cached))?,
+    };
     gpu.dispatch(&pipeline, &operands, &params, gpu.grid(name, u64::from(rows))?)
 }
 
