@@ -3,11 +3,12 @@
 //! within their tolerance of the float32 reference, and the same decoder on CUDA where a GPU is
 //! present (float32 with the CPU's greedy tokens and logits within 1e-3 of HF; bfloat16 and
 //! float16 within their tolerance, and a sampled sequence equal to the CPU's where their logits
-//! agree). Without a GPU the CUDA test says it skipped.
+//! agree), and on Vulkan through the wgpu backend (HF's greedy tokens in float32, replay equal
+//! to eager in bfloat16). Without a GPU the CUDA test says it skipped.
 
 use nbxtensor::memory::{Device, DeviceKind};
 use nbxtensor::DType;
-use nbxtensor_models::llama::{Generator, Llama, Placement, Sampling};
+use nbxtensor_models::llama::{Generation, Generator, Llama, Placement, Sampling};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -112,6 +113,19 @@ fn cuda(test: &str) -> Option<Device> {
     }
 }
 
+/// Eight greedy bfloat16 tokens of `name` on `device`, the decode step replayed and run eagerly:
+/// the same tokens (asserted); the replaying generator and both outputs.
+fn bfloat16_replay_and_eager(name: &str, device: Device, prompt: &[i64]) -> (Generator, Generation, Generation) {
+    let placement = Placement { device, dtype: Some(DType::Bfloat16), int4: false };
+    let (mut replayed, mut eager) =
+        (generator(name, placement, prompt.len() + 8, None), generator(name, placement, prompt.len() + 8, None));
+    eager.set_replay(false);
+    let a = replayed.generate(prompt, 8, false, |_| {}).unwrap();
+    let b = eager.generate(prompt, 8, false, |_| {}).unwrap();
+    assert_eq!(a.generated_ids, b.generated_ids, "{name}: replay and eager on {device}");
+    (replayed, a, b)
+}
+
 /// Greedy decoding through the wgpu backend on Vulkan (lavapipe in CI, where `NBX_REQUIRE_VULKAN`
 /// makes a missing adapter a failure): in float32 HF's greedy tokens and logits within 1e-3, in
 /// bfloat16 within its tolerance; the decode step captured and replayed there, equal to an eager
@@ -135,13 +149,7 @@ fn on_vulkan_the_decoder_gives_hfs_greedy_tokens() {
         println!("{name} float32 on vulkan: {n} greedy tokens, logits within {err:.2e} of HF");
         assert_eq!(out.generated_ids, greedy, "{name}: float32 greedy on vulkan");
         assert!(err <= 1e-3, "{name}: float32 on vulkan {err}");
-        let placement = Placement { device: gpu, dtype: Some(DType::Bfloat16), int4: false };
-        let (mut replayed, mut eager) =
-            (generator(name, placement, prompt.len() + 8, None), generator(name, placement, prompt.len() + 8, None));
-        eager.set_replay(false);
-        let a = replayed.generate(&prompt, 8, false, |_| {}).unwrap();
-        let b = eager.generate(&prompt, 8, false, |_| {}).unwrap();
-        assert_eq!(a.generated_ids, b.generated_ids, "{name}: replay and eager on vulkan");
+        let (_, a, _) = bfloat16_replay_and_eager(name, gpu, &prompt);
         assert!(relative(&a.prefill_last_logits, &want) <= 0.03, "{name}: bfloat16 on vulkan");
     }
 }
@@ -185,13 +193,7 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         };
         assert_eq!(draw(gpu), draw(Device::CPU), "{name}: a seed draws the same tokens on cuda and the cpu");
         // the decode replay is a CUDA graph and equals an eager run bit for bit
-        let placement = Placement { device: gpu, dtype: Some(DType::Bfloat16), int4: false };
-        let (mut replayed, mut eager) =
-            (generator(name, placement, prompt.len() + 8, None), generator(name, placement, prompt.len() + 8, None));
-        eager.set_replay(false);
-        let a = replayed.generate(&prompt, 8, false, |_| {}).unwrap();
-        let b = eager.generate(&prompt, 8, false, |_| {}).unwrap();
-        assert_eq!(a.generated_ids, b.generated_ids, "{name}: replay and eager on cuda");
+        let (replayed, a, b) = bfloat16_replay_and_eager(name, gpu, &prompt);
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a.prefill_last_logits), bits(&b.prefill_last_logits), "{name}: prefill replay on cuda");
         let m = replayed.memory().unwrap();
