@@ -142,8 +142,12 @@ fn on_vulkan_the_decoder_gives_hfs_greedy_tokens() {
     for name in CHECKPOINTS {
         let (prompt, greedy, want) = reference(name);
         let n = greedy.len();
-        let mut g =
-            generator(name, Placement { device: gpu, dtype: Some(DType::Float32), int4: false }, prompt.len() + n, None);
+        let mut g = generator(
+            name,
+            Placement { device: gpu, dtype: Some(DType::Float32), int4: false },
+            prompt.len() + n,
+            None,
+        );
         let out = g.generate(&prompt, n, false, |_| {}).unwrap();
         let err = relative(&out.prefill_last_logits, &want);
         println!("{name} float32 on vulkan: {n} greedy tokens, logits within {err:.2e} of HF");

@@ -25,8 +25,8 @@ use crate::cases::{self, Draw, EDGE_SHAPES};
 use crate::complex;
 use crate::harness::{assert_replay_matches, broadcast_index, broadcast_shape, read, Coverage, Layout, Target};
 use crate::reference::{
-    assert_elems_or, flushed_alternatives, format, int_range, is_complex, is_int, is_real, pow2, width, wrap, Elem, Format,
-    Tol,
+    assert_elems_or, flushed_alternatives, format, int_range, is_complex, is_int, is_real, pow2, width, wrap, Elem,
+    Format, Tol,
 };
 use nbxtensor::kernel::Attrs;
 use nbxtensor::{DType, Tensor};

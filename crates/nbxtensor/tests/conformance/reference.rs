@@ -473,14 +473,17 @@ pub fn assert_elems_or(
 /// What a device that flushes float32 subnormals may give for `reference` of `operands`: the
 /// reference of the flushed operands, its result as computed (a result built from bits, as
 /// nextafter's, keeps a subnormal) and flushed. Nothing where the device keeps subnormals.
-pub fn flushed_alternatives(flushes: bool, operands: &[&[Elem]], reference: impl Fn(&[Elem]) -> Elem) -> Vec<Vec<Elem>> {
+pub fn flushed_alternatives(
+    flushes: bool,
+    operands: &[&[Elem]],
+    reference: impl Fn(&[Elem]) -> Elem,
+) -> Vec<Vec<Elem>> {
     if !flushes {
         return Vec::new();
     }
     let n = operands.first().map_or(0, |o| o.len());
-    let computed: Vec<Elem> = (0..n)
-        .map(|i| reference(&operands.iter().map(|o| flush_subnormal(o[i])).collect::<Vec<_>>()))
-        .collect();
+    let computed: Vec<Elem> =
+        (0..n).map(|i| reference(&operands.iter().map(|o| flush_subnormal(o[i])).collect::<Vec<_>>())).collect();
     let flushed = computed.iter().map(|&e| flush_subnormal(e)).collect();
     vec![computed, flushed]
 }

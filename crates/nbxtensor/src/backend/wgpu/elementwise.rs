@@ -128,7 +128,9 @@ fn vector_form(map: &Map<'_>) -> String {
             .inputs
             .iter()
             .enumerate()
-            .map(|(i, (_, e))| format!("            let x{i} = {};\n", e.decoded(&format!("w{i}.{lane} >> (e * {}u)", e.width * 8))))
+            .map(|(i, (_, e))| {
+                format!("            let x{i} = {};\n", e.decoded(&format!("w{i}.{lane} >> (e * {}u)", e.width * 8)))
+            })
             .collect();
         lanes += &format!(
             "    {{\n        var word = 0u;\n        for (var e = 0u; e < {per}u; e++) {{\n            let i = (t * 4u + {q}u) * {per}u + e;\n{values}{body}\n            {fold}\n        }}\n        out.{lane} = word;\n    }}\n",

@@ -2,7 +2,9 @@
 //! along an axis, layer_norm, rms_norm and add_rms_norm over the last dim — a workgroup per
 //! row, its statistics reduced in workgroup memory in a fixed order — and rope, an invocation
 //! per rotated pair. Inputs are read contiguous (the op call copies another layout first);
-//! float32, float16 and bfloat16, computed in float32.
+//! float32, float16 and bfloat16, computed in float32. Float32 rows of 1024 to 4096 elements on
+//! 16 bytes take a vector form (softmax over the last axis, the norms): whole `vec4`s read and
+//! written, the same statistics and values.
 
 use super::gpu::Gpu;
 use super::register;
@@ -207,7 +209,14 @@ fn vector_store(e: Elem, count: u32, name: &str, first: &str, value: &str) -> St
             let lanes: Vec<String> = LANES
                 .iter()
                 .enumerate()
-                .map(|(l, lane)| e.encoded(&value.replace("{j}", &(4 * k + l as u32).to_string()).replace("{lane}", lane).replace("{k}", &k.to_string())))
+                .map(|(l, lane)| {
+                    e.encoded(
+                        &value
+                            .replace("{j}", &(4 * k + l as u32).to_string())
+                            .replace("{lane}", lane)
+                            .replace("{k}", &k.to_string()),
+                    )
+                })
                 .collect();
             format!("    {name}[{first} + lid + {}u] = vec4<u32>({});\n", k * THREADS, lanes.join(", "))
         })
@@ -217,7 +226,8 @@ fn vector_store(e: Elem, count: u32, name: &str, first: &str, value: &str) -> St
 /// Softmax over the last axis in the vector form (see [`vectors`]).
 fn softmax_vector_source(spec: &Softmax, e: Elem, count: u32) -> String {
     let registers = 4 * count;
-    let max: String = (0..registers).map(|j| format!("    if (!is_nan(c{j}) && c{j} > top) {{ top = c{j}; }}\n")).collect();
+    let max: String =
+        (0..registers).map(|j| format!("    if (!is_nan(c{j}) && c{j} > top) {{ top = c{j}; }}\n")).collect();
     let sum: String = (0..registers).map(|j| format!("    sum += exp(c{j} - top);\n")).collect();
     let last = if spec.log { "c{j} - top - log(total)" } else { "exp(c{j} - top) * inverse" };
     format!(
@@ -259,9 +269,15 @@ fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
         let q: String = (0..registers).map(|j| format!("    q += c{j} * c{j};\n")).collect();
         format!("    var q = 0.0;\n{q}    let scale = 1.0 / sqrt(reduce_sum(q, lid) / f32(n) + eps);\n")
     };
-    let weight = |k: &str, lane: &str, name: &str, base: &str| e.decoded(&format!("{name}[({base} >> 4u) + lid + {k}u * {THREADS}u].{lane}"));
+    let weight = |k: &str, lane: &str, name: &str, base: &str| {
+        e.decoded(&format!("{name}[({base} >> 4u) + lid + {k}u * {THREADS}u].{lane}"))
+    };
     let output = if spec.layer {
-        format!("(c{{j}} - mean) * scale * {} + {}", weight("{k}", "{lane}", "w", "p[4]"), weight("{k}", "{lane}", "b", "p[5]"))
+        format!(
+            "(c{{j}} - mean) * scale * {} + {}",
+            weight("{k}", "{lane}", "w", "p[4]"),
+            weight("{k}", "{lane}", "b", "p[5]")
+        )
     } else {
         format!("c{{j}} * scale * {}", weight("{k}", "{lane}", "w", "p[4]"))
     };
@@ -275,14 +291,18 @@ fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
             2
         }
         (false, true) => {
-            text += &(vector_binding(0, "x") + &vector_binding(1, "r") + &vector_binding(2, "w") + &vector_binding(3, "sum"));
+            text += &(vector_binding(0, "x")
+                + &vector_binding(1, "r")
+                + &vector_binding(2, "w")
+                + &vector_binding(3, "sum"));
             4
         }
     };
     text += &vector_binding(slot, "y");
     text += &wgsl::params(slot + 1);
     let cache = vector_cache(e, count, &inputs, &value);
-    let sums = if spec.residual { vector_store(e, count, "sum", "(p[7] >> 4u) + first", "c{j}") } else { String::new() };
+    let sums =
+        if spec.residual { vector_store(e, count, "sum", "(p[7] >> 4u) + first", "c{j}") } else { String::new() };
     text += &format!(
         r#"
 {MAIN}    // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps

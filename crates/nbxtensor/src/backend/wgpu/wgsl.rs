@@ -69,7 +69,8 @@ impl Elem {
 
     /// The WGSL expression of bits `w` decoded as a `ty`.
     pub fn decoded(&self, w: &str) -> String {
-        let decode = if self.exact { self.decode.replace("from_bits(", "bitcast<f32>(") } else { self.decode.to_string() };
+        let decode =
+            if self.exact { self.decode.replace("from_bits(", "bitcast<f32>(") } else { self.decode.to_string() };
         format!("({})", decode.replace('$', &format!("({w})")))
     }
 
