@@ -113,6 +113,17 @@ fn cuda(test: &str) -> Option<Device> {
     }
 }
 
+/// `name`'s greedy float32 decoding on `device`: HF's tokens, the prompt's logits within 1e-3.
+fn float32_greedy_is_hfs(name: &str, device: Device, prompt: &[i64], greedy: &[i64], want: &[f32]) {
+    let n = greedy.len();
+    let placement = Placement { device, dtype: Some(DType::Float32), int4: false };
+    let out = generator(name, placement, prompt.len() + n, None).generate(prompt, n, false, |_| {}).unwrap();
+    let err = relative(&out.prefill_last_logits, want);
+    println!("{name} float32 on {device}: {n} greedy tokens, logits within {err:.2e} of HF");
+    assert_eq!(out.generated_ids, greedy, "{name}: float32 greedy on {device}");
+    assert!(err <= 1e-3, "{name}: float32 on {device} {err}");
+}
+
 /// Eight greedy bfloat16 tokens of `name` on `device`, the decode step replayed and run eagerly:
 /// the same tokens (asserted); the replaying generator and both outputs.
 fn bfloat16_replay_and_eager(name: &str, device: Device, prompt: &[i64]) -> (Generator, Generation, Generation) {
@@ -141,18 +152,7 @@ fn on_vulkan_the_decoder_gives_hfs_greedy_tokens() {
     let gpu = Device { kind: DeviceKind::Vulkan, index: 0 };
     for name in CHECKPOINTS {
         let (prompt, greedy, want) = reference(name);
-        let n = greedy.len();
-        let mut g = generator(
-            name,
-            Placement { device: gpu, dtype: Some(DType::Float32), int4: false },
-            prompt.len() + n,
-            None,
-        );
-        let out = g.generate(&prompt, n, false, |_| {}).unwrap();
-        let err = relative(&out.prefill_last_logits, &want);
-        println!("{name} float32 on vulkan: {n} greedy tokens, logits within {err:.2e} of HF");
-        assert_eq!(out.generated_ids, greedy, "{name}: float32 greedy on vulkan");
-        assert!(err <= 1e-3, "{name}: float32 on vulkan {err}");
+        float32_greedy_is_hfs(name, gpu, &prompt, &greedy, &want);
         let (_, a, _) = bfloat16_replay_and_eager(name, gpu, &prompt);
         assert!(relative(&a.prefill_last_logits, &want) <= 0.03, "{name}: bfloat16 on vulkan");
     }
@@ -165,17 +165,7 @@ fn on_cuda_the_decoder_gives_the_cpus_tokens() {
         let (prompt, greedy, want) = reference(name);
         let n = greedy.len();
         // float32: HF's greedy tokens, logits within 1e-3
-        let mut g = generator(
-            name,
-            Placement { device: gpu, dtype: Some(DType::Float32), int4: false },
-            prompt.len() + n,
-            None,
-        );
-        let out = g.generate(&prompt, n, false, |_| {}).unwrap();
-        let err = relative(&out.prefill_last_logits, &want);
-        println!("{name} float32 on cuda: {n} greedy tokens, logits within {err:.2e} of HF");
-        assert_eq!(out.generated_ids, greedy, "{name}: float32 greedy on cuda");
-        assert!(err <= 1e-3, "{name}: float32 on cuda {err}");
+        float32_greedy_is_hfs(name, gpu, &prompt, &greedy, &want);
         // the half dtypes within their tolerance, and their first greedy tokens as the CPU's float32 ones
         for (dtype, tolerance) in [(DType::Bfloat16, 0.03), (DType::Float16, 0.005)] {
             let mut g =
