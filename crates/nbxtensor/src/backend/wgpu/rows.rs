@@ -71,19 +71,22 @@ fn cache(cached: bool, load: &str) -> String {
         .collect()
 }
 
-fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
-    let w = e.width;
-    let load = format!("ld_x(p[3] + (first + {{i}} * inner) * {w}u)");
-    // the weights scaled by the sum's reciprocal: softmax is held to a few ulps, not to the
-    // correctly rounded quotient
-    let last = if spec.log { "{v} - top - log(total)" } else { "exp({v} - top) * inverse" };
-    let store = format!("st_y(p[4] + (first + {{i}} * inner) * {w}u, {last});");
+/// Softmax's value of element `{v}`: the weight scaled by the sum's reciprocal (softmax is
+/// held to a few ulps, not to the correctly rounded quotient), or its log.
+fn softmax_value(spec: &Softmax) -> &'static str {
+    if spec.log {
+        "{v} - top - log(total)"
+    } else {
+        "exp({v} - top) * inverse"
+    }
+}
+
+/// A softmax kernel of either form: its bindings, the statements placing the row (`first`),
+/// reading it (`cache`), and its three passes (the largest value, the sum, the write).
+fn softmax_kernel(bindings: &str, first: &str, cache: &str, max: &str, sum: &str, write: &str) -> String {
     format!(
-        r#"{head}{x}{y}{params}
-{MAIN}    // p: rows, n, inner extent B, x base, y base; element i of row (a, b) at a·n·B + i·B + b
-    let inner = p[2];
-    let first = (row / inner) * n * inner + row % inner;
-{cache}    var top = bitcast<f32>(0xff800000u);
+        r#"{head}{bindings}{params}
+{MAIN}{first}{cache}    var top = bitcast<f32>(0xff800000u);
 {max}    top = reduce_max(top, lid);
     var sum = 0.0;
 {sum}    let total = reduce_sum(sum, lid);
@@ -91,13 +94,21 @@ fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
 {write}}}
 "#,
         head = head(),
-        x = wgsl::input(0, "x", e),
-        y = wgsl::output(1, "y", e),
         params = wgsl::params(2),
-        cache = cache(cached, &load),
-        max = each(cached, &load, "let x = {v};\n        if (!is_nan(x) && x > top) { top = x; }"),
-        sum = each(cached, &load, "sum += exp({v} - top);"),
-        write = each(cached, &load, &store),
+    )
+}
+
+fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
+    let w = e.width;
+    let load = format!("ld_x(p[3] + (first + {{i}} * inner) * {w}u)");
+    let store = format!("st_y(p[4] + (first + {{i}} * inner) * {w}u, {});", softmax_value(spec));
+    softmax_kernel(
+        &(wgsl::input(0, "x", e) + &wgsl::output(1, "y", e)),
+        "    // p: rows, n, inner extent B, x base, y base; element i of row (a, b) at a·n·B + i·B + b\n    let inner = p[2];\n    let first = (row / inner) * n * inner + row % inner;\n",
+        &cache(cached, &load),
+        &each(cached, &load, "let x = {v};\n        if (!is_nan(x) && x > top) { top = x; }"),
+        &each(cached, &load, "sum += exp({v} - top);"),
+        &each(cached, &load, &store),
     )
 }
 
@@ -229,24 +240,13 @@ fn softmax_vector_source(spec: &Softmax, e: Elem, count: u32) -> String {
     let max: String =
         (0..registers).map(|j| format!("    if (!is_nan(c{j}) && c{j} > top) {{ top = c{j}; }}\n")).collect();
     let sum: String = (0..registers).map(|j| format!("    sum += exp(c{j} - top);\n")).collect();
-    let last = if spec.log { "c{j} - top - log(total)" } else { "exp(c{j} - top) * inverse" };
-    format!(
-        r#"{head}{x}{y}{params}
-{MAIN}    // p: rows, n, inner extent (1), x base, y base
-    let first = row * (n >> 2u);
-{cache}    var top = bitcast<f32>(0xff800000u);
-{max}    top = reduce_max(top, lid);
-    var sum = 0.0;
-{sum}    let total = reduce_sum(sum, lid);
-    let inverse = 1.0 / total;
-{write}}}
-"#,
-        head = head(),
-        x = vector_binding(0, "x"),
-        y = vector_binding(1, "y"),
-        params = wgsl::params(2),
-        cache = vector_cache(e, count, &[("x", "(p[3] >> 4u) + first")], "{x}"),
-        write = vector_store(e, count, "y", "(p[4] >> 4u) + first", last),
+    softmax_kernel(
+        &(vector_binding(0, "x") + &vector_binding(1, "y")),
+        "    // p: rows, n, inner extent (1), x base, y base\n    let first = row * (n >> 2u);\n",
+        &vector_cache(e, count, &[("x", "(p[3] >> 4u) + first")], "{x}"),
+        &max,
+        &sum,
+        &vector_store(e, count, "y", "(p[4] >> 4u) + first", &softmax_value(spec).replace("{v}", "c{j}")),
     )
 }
 
