@@ -7,7 +7,9 @@ a chain of small launches: eager op calls against the replay of the captured pro
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/bench_ops.py --repeats 5
 
-numpy is measured as its users run it: the command unsets OPENBLAS_CORETYPE and
+Before each measurement the script pauses 0.3 s, so that neither side runs while the other's
+worker threads still spin (OpenBLAS's spin for a while after each call and slowed the next
+rows by up to 1.8x). numpy is measured as its users run it: the command unsets OPENBLAS_CORETYPE and
 OPENBLAS_L2_SIZE (which hold OpenBLAS to older kernels), and the script prints the BLAS
 numpy loaded and the kernel it picked (threadpoolctl) and the 1-minute load average.
 """
@@ -22,10 +24,16 @@ import nbxtensor as nbx
 from nbxtensor import ops, program
 
 
-def best(fn, repeats):
+def best(fn, repeats, budget=0.25):
+    """The fastest of at least `repeats` timed calls, and of as many as `budget` seconds hold
+    (small operations get thousands: their minimum is then not one lucky or unlucky call)."""
+    # a pause first: the other side's threads (OpenBLAS's spin for a while after a call) are
+    # idle again before this side is timed
+    time.sleep(0.3)
     fn()
     times = []
-    for _ in range(repeats):
+    began = time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - began < budget:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -46,11 +54,21 @@ def softmax_numpy(x):
 def rows(repeats):
     rng = np.random.default_rng(0)
     out = []
-    for n in (1024, 2048):
+    for n in (256, 512, 1024, 2048):
         a = rng.standard_normal((n, n), dtype=np.float32)
         b = rng.standard_normal((n, n), dtype=np.float32)
         ta, tb = nbx.asarray(a), nbx.asarray(b)
         out.append((f"matmul f32 {n}^3", best(lambda: ops.matmul(ta, tb), repeats), best(lambda: a @ b, repeats)))
+    # an encoder's linears at batch 1 × 128 tokens: x · Wᵀ with the weight [out, in]
+    for rows_, inner, outer in ((128, 384, 1536), (128, 1536, 384)):
+        x = rng.standard_normal((rows_, inner), dtype=np.float32)
+        weight = rng.standard_normal((outer, inner), dtype=np.float32)
+        tx, tw = nbx.asarray(x), nbx.asarray(weight)
+        out.append((
+            f"linear f32 {rows_}x{inner}->{outer}",
+            best(lambda: ops.linear(tx, tw), repeats),
+            best(lambda: x @ weight.T, repeats),
+        ))
     x = rng.standard_normal(1 << 24, dtype=np.float32)
     y = rng.standard_normal(1 << 24, dtype=np.float32)
     tx, ty = nbx.asarray(x), nbx.asarray(y)

@@ -66,7 +66,7 @@ def test_identical_draws_for_any_thread_count_and_chunking():
             pool.set_threads(threads)
             assert all(np.array_equal(a, b) for a, b in zip(reference, draw_everything(77)))
         for chunk in (1, 5, 4096):
-            tiling_policy.set_tiling({"host_chunk_elements": chunk})
+            tiling_policy.set_tiling({**tiling_policy.tiling_table(), "host_chunk_elements": chunk})
             assert all(np.array_equal(a, b) for a, b in zip(reference, draw_everything(77)))
     finally:
         tiling_policy.set_tiling(None)

@@ -9,9 +9,10 @@ use pyo3::types::PyDict;
 /// The table in force, as a dict (a copy: changing it changes nothing until set).
 #[pyfunction]
 fn tiling_table(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let table = tiling::tiling_table();
     let dict = PyDict::new(py);
-    dict.set_item("host_chunk_elements", table.host_chunk_elements)?;
+    for (name, value) in tiling::tiling_table().entries() {
+        dict.set_item(name, value)?;
+    }
     Ok(dict)
 }
 
@@ -22,29 +23,24 @@ fn set_tiling(table: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     let Some(table) = table else {
         return tiling::set_tiling(None).map_err(to_py);
     };
-    let mut host_chunk_elements = None;
+    let mut entries = Vec::new();
     for (key, value) in table.iter() {
         let key: String =
             key.extract().map_err(|_| PyValueError::new_err("tiling table: keys are entry names (str)"))?;
-        match key.as_str() {
-            "host_chunk_elements" => {
-                let n: i64 = value
-                    .extract()
-                    .map_err(|_| PyValueError::new_err("tiling table: host_chunk_elements must be an int"))?;
-                host_chunk_elements = Some(usize::try_from(n).map_err(|_| {
-                    PyValueError::new_err(format!("tiling table: host_chunk_elements must be ≥ 1, got {n}"))
-                })?);
-            }
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "tiling table: unknown entry '{other}' (entries: host_chunk_elements)"
-                )))
-            }
+        if !tiling::ENTRIES.contains(&key.as_str()) {
+            return Err(PyValueError::new_err(format!(
+                "tiling table: unknown entry '{key}' (entries: {})",
+                tiling::ENTRIES.join(", ")
+            )));
         }
+        let n: i64 = value.extract().map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be an int")))?;
+        let n = usize::try_from(n)
+            .map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be ≥ 1, got {n}")))?;
+        entries.push((key, n));
     }
-    let host_chunk_elements = host_chunk_elements
-        .ok_or_else(|| PyValueError::new_err("tiling table: missing entry 'host_chunk_elements'"))?;
-    tiling::set_tiling(Some(TilingTable { host_chunk_elements })).map_err(to_py)
+    let entries: Vec<(&str, usize)> = entries.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let table = TilingTable::from_entries(&entries).map_err(to_py)?;
+    tiling::set_tiling(Some(table)).map_err(to_py)
 }
 
 /// Registers the module's functions.

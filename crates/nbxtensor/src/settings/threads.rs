@@ -26,13 +26,16 @@ fn build(threads: usize) -> Arc<rayon::ThreadPool> {
 }
 
 /// The machine's compute cores as this process may use them: the CPUs of its affinity mask,
-/// bounded by a cgroup CPU quota where one is set (read by `std::thread::available_parallelism`).
+/// bounded by a cgroup CPU quota where one is set (read by `std::thread::available_parallelism`),
+/// measured once per process (the reading opens files under /proc and /sys: 10–20 µs, which
+/// every kernel launch asking for the pool's size paid before).
 ///
 /// ```
 /// assert!(nbxtensor::settings::threads::measured_threads() >= 1);
 /// ```
 pub fn measured_threads() -> usize {
-    std::thread::available_parallelism().map(usize::from).unwrap_or(1)
+    static MEASURED: OnceLock<usize> = OnceLock::new();
+    *MEASURED.get_or_init(|| std::thread::available_parallelism().map(usize::from).unwrap_or(1))
 }
 
 /// Where [`measured_threads`] reads the machine.

@@ -14,16 +14,24 @@ pub const TILING_YML: &str = include_str!("../../data/tiling.yml");
 pub struct TilingTable {
     /// Elements one CPU thread takes at a time in host loops.
     pub host_chunk_elements: usize,
+    /// Work (m·n·k over a product's batch) up to which a host matrix product runs on the
+    /// calling thread alone.
+    pub host_product_inline_work: usize,
 }
+
+/// The table's entries by name, in `tiling.yml`'s order.
+pub const ENTRIES: [&str; 2] = ["host_chunk_elements", "host_product_inline_work"];
 
 impl TilingTable {
     /// Parses and checks a table written as `tiling.yml` writes it.
     ///
     /// ```
     /// use nbxtensor::settings::tiling::TilingTable;
-    /// assert_eq!(TilingTable::parse("host_chunk_elements: 4096")?.host_chunk_elements, 4096);
-    /// assert!(TilingTable::parse("host_chunk_elements: 0").is_err());
-    /// assert!(TilingTable::parse("host_chunk: 4096").is_err());
+    /// let table = TilingTable::parse("host_chunk_elements: 4096\nhost_product_inline_work: 65536")?;
+    /// assert_eq!(table.host_chunk_elements, 4096);
+    /// assert!(TilingTable::parse("host_chunk_elements: 0\nhost_product_inline_work: 1").is_err());
+    /// assert!(TilingTable::parse("host_chunk_elements: 4096").is_err());
+    /// assert!(TilingTable::parse("host_chunk: 4096\nhost_product_inline_work: 1").is_err());
     /// # Ok::<(), nbxtensor::settings::SettingsError>(())
     /// ```
     pub fn parse(text: &str) -> Result<TilingTable, SettingsError> {
@@ -33,12 +41,46 @@ impl TilingTable {
         Ok(table)
     }
 
-    /// Refuses entries that cannot cut work (zero-sized pieces).
+    /// Refuses entries that cannot cut work (zero-sized pieces), naming the first.
     pub fn check(&self) -> Result<(), SettingsError> {
-        if self.host_chunk_elements == 0 {
-            return Err(SettingsError::Invalid("tiling table: host_chunk_elements must be ≥ 1".into()));
+        match self.entries().into_iter().find(|&(_, value)| value == 0) {
+            Some((name, _)) => Err(SettingsError::Invalid(format!("tiling table: {name} must be ≥ 1"))),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Every entry with its name, in [`ENTRIES`]' order.
+    pub fn entries(&self) -> [(&'static str, usize); 2] {
+        [(ENTRIES[0], self.host_chunk_elements), (ENTRIES[1], self.host_product_inline_work)]
+    }
+
+    /// A table from `(name, value)` pairs (every entry exactly once), checked; an unknown or
+    /// missing entry is refused by name.
+    ///
+    /// ```
+    /// use nbxtensor::settings::tiling::TilingTable;
+    /// let table = TilingTable::from_entries(&[("host_chunk_elements", 8), ("host_product_inline_work", 64)])?;
+    /// assert_eq!(table.host_product_inline_work, 64);
+    /// assert!(TilingTable::from_entries(&[("host_chunk_elements", 8)]).is_err());
+    /// # Ok::<(), nbxtensor::settings::SettingsError>(())
+    /// ```
+    pub fn from_entries(values: &[(&str, usize)]) -> Result<TilingTable, SettingsError> {
+        let mut found = [None; ENTRIES.len()];
+        for &(name, value) in values {
+            let Some(at) = ENTRIES.iter().position(|&entry| entry == name) else {
+                return Err(SettingsError::Invalid(format!(
+                    "tiling table: unknown entry '{name}' (entries: {})",
+                    ENTRIES.join(", ")
+                )));
+            };
+            found[at] = Some(value);
+        }
+        let value = |at: usize| {
+            found[at].ok_or_else(|| SettingsError::Invalid(format!("tiling table: missing entry '{}'", ENTRIES[at])))
+        };
+        let table = TilingTable { host_chunk_elements: value(0)?, host_product_inline_work: value(1)? };
+        table.check()?;
+        Ok(table)
     }
 }
 
@@ -75,9 +117,11 @@ mod tests {
         let _settings = crate::settings::test_lock();
         let library = tiling_table();
         assert_eq!(library, *library_table());
-        set_tiling(Some(TilingTable { host_chunk_elements: 7 })).unwrap();
+        set_tiling(Some(TilingTable { host_chunk_elements: 7, ..library.clone() })).unwrap();
         assert_eq!(tiling_table().host_chunk_elements, 7);
-        assert!(set_tiling(Some(TilingTable { host_chunk_elements: 0 })).is_err());
+        assert!(set_tiling(Some(TilingTable { host_chunk_elements: 0, ..library.clone() })).is_err());
+        let err = set_tiling(Some(TilingTable { host_product_inline_work: 0, ..library.clone() })).unwrap_err();
+        assert!(err.to_string().contains("host_product_inline_work must be ≥ 1"), "{err}");
         assert_eq!(tiling_table().host_chunk_elements, 7, "a refused table changes nothing");
         set_tiling(None).unwrap();
         assert_eq!(tiling_table(), library);

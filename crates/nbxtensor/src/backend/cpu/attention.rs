@@ -3,8 +3,8 @@
 //! Heads run in parallel in at most [`SLOTS`] slots (a fixed count: a head's result does not
 //! depend on its slot or on the thread count), each slot owning a slice of the declared
 //! workspace. A head goes in tiles of up to [`TILE_ROWS`] query rows: the scores
-//! `q·kᵀ·scale` by a matrix product (the `gemm` crate, one thread, operands read through
-//! their strides), the mask and the softmax (a vectorized exponential) in place, then the
+//! `q·kᵀ·scale` by a matrix product (the matmul kernels' `float_product`, one thread,
+//! operands read through their strides), the mask and the softmax (a vectorized exponential) in place, then the
 //! weighted values by a second product straight into the output. float16 and bfloat16 heads
 //! are widened into the slot first. Workspace per slot, in float32 values: `tile·sk` scores,
 //! plus `sq·d + sk·(d + dv) + tile·dv` for the half formats (their widened q, k, v and output
@@ -12,6 +12,7 @@
 
 use super::buffers::{with_simd, write, Float};
 use super::exp::exp_f32;
+use super::matmul::{float_product, Matrix};
 use super::widen::floats;
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
@@ -62,61 +63,14 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// A float32 matrix: element (0, 0) and its row and column strides, in elements.
-#[derive(Clone, Copy)]
-struct Matrix {
-    ptr: *const f32,
-    row_stride: isize,
-    col_stride: isize,
-}
-
-impl Matrix {
-    /// The matrix from row `row` on.
-    fn rows_from(self, row: usize) -> Matrix {
-        Matrix { ptr: self.ptr.wrapping_offset(row as isize * self.row_stride), ..self }
-    }
-
-    /// The transposed view.
-    fn transposed(self) -> Matrix {
-        Matrix { ptr: self.ptr, row_stride: self.col_stride, col_stride: self.row_stride }
-    }
-}
-
 /// `dst = beta · a · b` for `a` `m × k` and `b` `k × n`, into the row-major `dst` (row stride
-/// `n`), on the calling thread (gemm's fixed order of operations).
+/// `n`), on the calling thread (the matmul kernels' product: a fixed order of operations).
 ///
 /// # Safety
 /// `a` and `b` must address readable `m × k` and `k × n` matrices, `dst` `m·n` writable values.
-unsafe fn product(m: usize, n: usize, k: usize, dst: *mut f32, a: Matrix, b: Matrix, beta: f32) {
-    if k == 0 {
-        // SAFETY: dst holds m·n values.
-        unsafe { std::slice::from_raw_parts_mut(dst, m * n) }.fill(0.0);
-        return;
-    }
-    // SAFETY: the caller guarantees the operands and the destination.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst,
-            1,
-            n as isize,
-            false,
-            a.ptr,
-            a.col_stride,
-            a.row_stride,
-            b.ptr,
-            b.col_stride,
-            b.row_stride,
-            0.0,
-            beta,
-            false,
-            false,
-            false,
-            Parallelism::None,
-        )
-    };
+unsafe fn product(m: usize, n: usize, k: usize, dst: *mut f32, a: Matrix<f32>, b: Matrix<f32>, beta: f32) {
+    // SAFETY: as the caller guarantees.
+    unsafe { float_product((m, n, k), a, b, dst, false, beta, Parallelism::None) }
 }
 
 /// Widens `rows × cols` elements of type `T` at `ptr` (strides in elements) into the

@@ -26,7 +26,7 @@
 
 mod product;
 
-pub use product::{batched, Dims, Entry, Operand};
+pub use product::{batched, float_product, Dims, Entry, Matrix, Operand};
 
 use super::buffers::{read, write, Float};
 use super::widen::{floats, widen};

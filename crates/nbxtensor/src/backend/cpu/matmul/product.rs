@@ -1,9 +1,10 @@
 //! The matrix product under every matmul-like kernel: batches of `m × k` by `k × n`
-//! products, float32 and float64 through the `gemm` crate, the integers by a row loop in
+//! products, float32 and float64 through the `gemm` crate or `faer`'s kernels (see
+//! [`float_product`]), the complex dtypes through `gemm`, the integers by a row loop in
 //! wrapping arithmetic; each operand read through its own strides (no copy of transposed or
 //! narrowed inputs), batch dims broadcast with stride 0.
 
-use crate::settings::threads;
+use crate::settings::{threads, tiling};
 use crate::tensor::Complex;
 use gemm::Parallelism;
 use rayon::prelude::*;
@@ -105,6 +106,16 @@ unsafe impl<T> Sync for Matrix<T> {}
 unsafe impl<T> Send for Matrix<T> {}
 
 impl<T> Matrix<T> {
+    /// The matrix from row `row` on.
+    pub fn rows_from(self, row: usize) -> Matrix<T> {
+        Matrix { ptr: self.ptr.wrapping_offset(row as isize * self.row_stride), ..self }
+    }
+
+    /// The transposed view.
+    pub fn transposed(self) -> Matrix<T> {
+        Matrix { ptr: self.ptr, row_stride: self.col_stride, col_stride: self.row_stride }
+    }
+
     /// Element `(i, j)`.
     ///
     /// # Safety
@@ -148,6 +159,95 @@ pub trait Entry: Copy + Send + Sync + 'static {
     );
 }
 
+/// float32 and float64: the products [`float_product`] serves.
+pub trait Real: Entry + faer::traits::RealField + From<f32> {}
+
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// `dst = scale · a · b`, or `dst += scale · a · b` with `accumulate`, for `a` `m × k` and `b`
+/// `k × n` into the row-major `dst` (row stride `n`). Where `b`'s columns are strided (a
+/// transposed factor: `linear`'s weight `[out, in]`, attention's keys) faer's kernels multiply:
+/// `gemm`'s AVX-512 packing of such a factor ran 1.1–2.7× slower than faer's at the shapes an
+/// encoder runs (docs/BENCHMARKS.md); elsewhere `gemm`. Either way each output element is one
+/// dot product in a fixed order whatever the thread count (faer's result was checked bit for
+/// bit against its one-thread result), so a layout always gives the same bits.
+///
+/// # Safety
+/// `a` and `b` must address readable `m × k` and `k × n` matrices, `dst` `m·n` writable values.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn float_product<T: Real>(
+    (m, n, k): (usize, usize, usize),
+    a: Matrix<T>,
+    b: Matrix<T>,
+    dst: *mut T,
+    accumulate: bool,
+    scale: T,
+    parallelism: Parallelism,
+) {
+    if n > 1 && k > 0 && b.col_stride != 1 {
+        let par = match parallelism {
+            Parallelism::None => faer::Par::Seq,
+            Parallelism::Rayon(threads) => faer::Par::rayon(threads),
+        };
+        // SAFETY: the caller guarantees the operands and the destination (exclusive, m·n).
+        let (a, b, dst) = unsafe {
+            (
+                faer::MatRef::from_raw_parts(a.ptr, m, k, a.row_stride, a.col_stride),
+                faer::MatRef::from_raw_parts(b.ptr, k, n, b.row_stride, b.col_stride),
+                faer::MatMut::from_raw_parts_mut(dst, m, n, n as isize, 1),
+            )
+        };
+        let accum = if accumulate { faer::Accum::Add } else { faer::Accum::Replace };
+        faer::linalg::matmul::matmul(dst, accum, a, b, scale, par);
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            // SAFETY: dst holds m·n values.
+            unsafe { std::slice::from_raw_parts_mut(dst, m * n) }.fill(T::from(0.0));
+        }
+        return;
+    }
+    // SAFETY: the caller guarantees the operands; dst is m × n row-major and exclusive.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            n as isize,
+            accumulate,
+            a.ptr,
+            a.col_stride,
+            a.row_stride,
+            b.ptr,
+            b.col_stride,
+            b.row_stride,
+            T::from(1.0),
+            scale,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
+}
+
+macro_rules! real_entry {
+    ($($t:ty),*) => {$(
+        impl Entry for $t {
+            unsafe fn product(dims: &Dims, a: Matrix<$t>, b: Matrix<$t>, dst: &mut [$t], accumulate: bool, parallelism: Parallelism) {
+                // SAFETY: as the caller guarantees; dst holds m·n values.
+                unsafe { float_product((dims.m, dims.n, dims.k), a, b, dst.as_mut_ptr(), accumulate, 1.0, parallelism) }
+            }
+        }
+    )*};
+}
+
+real_entry!(f32, f64);
+
 macro_rules! gemm_entry {
     ($($t:ty => $zero:expr, $one:expr);* $(;)?) => {$(
         impl Entry for $t {
@@ -160,8 +260,6 @@ macro_rules! gemm_entry {
 }
 
 gemm_entry!(
-    f32 => 0.0, 1.0;
-    f64 => 0.0, 1.0;
     Complex<f32> => Complex::new(0.0, 0.0), Complex::new(1.0, 0.0);
     Complex<f64> => Complex::new(0.0, 0.0), Complex::new(1.0, 0.0);
 );
@@ -243,8 +341,9 @@ unsafe fn gemm_product<T: Entry>(
 }
 
 /// `dst[batch] (+)= a[batch] · b[batch]` for every matrix of the batch, `dst` row-major
-/// `[batch.., m, n]`. Large matrices are split over the pool; a batch of small ones runs one
-/// matrix per task. Each output element is one dot product in gemm's fixed order, so the
+/// `[batch.., m, n]`. A product of at most the tiling table's `host_product_inline_work`
+/// multiply-adds runs on the calling thread; above it, large matrices are split over the
+/// pool and a batch of small ones runs one matrix per task. Each output element is one dot product in gemm's fixed order, so the
 /// result does not depend on the thread count.
 ///
 /// # Safety
@@ -268,6 +367,13 @@ pub unsafe fn batched<T: Entry>(dims: &Dims, a: &Operand<T>, b: &Operand<T>, dst
         unsafe { T::product(dims, ma, mb, out, accumulate, parallelism) }
     };
     let work = size.saturating_mul(dims.k.max(1));
+    if work.saturating_mul(dims.count()) <= tiling::tiling_table().host_product_inline_work {
+        // small enough that handing it to the pool costs more than it saves
+        for (i, out) in dst.chunks_mut(size).enumerate() {
+            one(i, out, Parallelism::None);
+        }
+        return;
+    }
     threads::install(|| {
         if dims.count() > 1 && work <= SMALL_PRODUCT {
             dst.par_chunks_mut(size).enumerate().for_each(|(i, out)| one(i, out, Parallelism::None));
