@@ -24,7 +24,10 @@ import time
 from pathlib import Path
 
 WORDS = "the quick brown fox jumps over a lazy dog while many other animals watch from afar in silence".split()
-SUMMARY = re.compile(r"nbx: (\d+) texts in ([\d.]+) s \(([\d.]+) s capturing (\d+) shape\(s\), ([\d.]+) s replaying\)")
+# builds from before the op-by-op first meeting print no "s op by op, " part
+SUMMARY = re.compile(
+    r"nbx: (\d+) texts in ([\d.]+) s \((?:([\d.]+) s op by op, )?([\d.]+) s capturing (\d+) shape\(s\), ([\d.]+) s replaying\)"
+)
 
 
 def texts(count, seed, words):
@@ -62,9 +65,10 @@ def main():
             found = SUMMARY.search(done.stderr)
             if done.returncode != 0 or not found:
                 sys.exit(f"{build}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
-            wall, capture, shapes, replay = float(found[2]), float(found[3]), int(found[4]), float(found[5])
-            print(f"round {round_} {build}: load {load:.2f}: {wall:.3f} s ({capture:.3f} s capturing {shapes} "
-                  f"shapes, {replay:.3f} s replaying)", flush=True)
+            wall, eager = float(found[2]), float(found[3] or 0.0)
+            capture, shapes, replay = float(found[4]), int(found[5]), float(found[6])
+            print(f"round {round_} {build}: load {load:.2f}: {wall:.3f} s ({eager:.3f} s op by op, {capture:.3f} s "
+                  f"capturing {shapes} shapes, {replay:.3f} s replaying)", flush=True)
             outputs.setdefault(build, out)
     first = outputs[builds[0]]
     for build in builds[1:]:

@@ -1,8 +1,8 @@
 """all-MiniLM-L6-v2 sentence embeddings, side by side: nbxtensor (the ``nbx`` binary: the
 model traced, planned, captured and replayed, crates/nbxtensor-models) against onnxruntime
 (an ONNX export of the same sentence-transformers model: BERT, mean pooling, L2
-normalisation) and torch on the CPU (sentence-transformers), at batch 1 × 128 tokens and
-batch 32 × 128 tokens, in one run:
+normalisation) and torch on the CPU (sentence-transformers), at batch 1 × 16, 1 × 128, 8 × 128
+and 32 × 128 tokens (``--shapes``), in one run:
 
     bash benchmarks/peers_env.sh          # once: torch, sentence-transformers, onnx, onnxruntime
     .venv-peers/bin/python benchmarks/bench_minilm.py
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = [(1, 128), (32, 128)]
+SHAPES = [(1, 16), (1, 128), (8, 128), (32, 128)]
 PEERS = ["nbxtensor", "onnxruntime", "torch"]
 # a second build of nbx measured beside the first (--before), for before/after comparisons
 BEFORE = "nbx (before)"
@@ -201,7 +201,7 @@ def run_measured(command, env=None):
     return stdout, stderr, usage.ru_maxrss
 
 
-def nbx_peer(args, nbx, batch_files, warmup, scratch, tag):
+def nbx_peer(args, nbx, batch_files, warmup, seq, scratch, tag):
     """nbxtensor through ``nbx embed``: one process embeds every batch (warm-up first)."""
     texts = [t for p in batch_files for t in json.loads(Path(p).read_text(encoding="utf-8"))]
     given, got = scratch / f"nbx-in-{tag}.json", scratch / f"nbx-out-{tag}.json"
@@ -219,7 +219,7 @@ def nbx_peer(args, nbx, batch_files, warmup, scratch, tag):
     runs = re.findall(r"batch (\d+)x(\d+) tokens: .*ran in ([0-9.]+) s", log)
     assert len(runs) == len(batch_files), log
     for b, s, _ in runs:
-        assert (int(b), int(s)) == (batch, args.seq), f"nbx padded a batch to {b}x{s}:\n{log}"
+        assert (int(b), int(s)) == (batch, seq), f"nbx padded a batch to {b}x{s}:\n{log}"
     times = [float(t) for _, _, t in runs]
     vectors = np.asarray(json.loads(got.read_text(encoding="utf-8")), dtype=np.float32)
     first = vectors[warmup * batch:(warmup + 1) * batch]
@@ -245,13 +245,16 @@ def main():
     parser.add_argument("--model", default=None)
     parser.add_argument("--nbx", default=None)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=None, help="warm-up batches per shape (default 5 at batch 1, 2 at 32)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed batches per shape (default 40 at batch 1, 10 at 32)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up batches per shape (default 5 at batch 1, else 2)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed batches per shape (default 40 at batch 1, 20 at up to 8, else 10)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--peers", default=",".join(PEERS[1:]),
                         help="the peers beside nbxtensor, comma-separated (default onnxruntime,torch; '' for none)")
     parser.add_argument("--before", default=None, help="another nbx binary (an earlier build) measured beside nbxtensor")
+    parser.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES),
+                        help="batch x tokens, comma-separated (default %(default)s)")
     args = parser.parse_args()
+    shapes = [tuple(int(v) for v in shape.split("x")) for shape in args.shapes.split(",") if shape]
     args.model = model_dir(args.model)
     if args.peer:
         python_peer(args)
@@ -269,9 +272,9 @@ def main():
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_average())}", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
-        for batch, seq in SHAPES:
+        for batch, seq in shapes:
             warmup = args.warmup if args.warmup is not None else (5 if batch == 1 else 2)
-            repeats = args.repeats if args.repeats is not None else (40 if batch == 1 else 10)
+            repeats = args.repeats if args.repeats is not None else (40 if batch == 1 else 20 if batch <= 8 else 10)
             tag = f"{batch}x{seq}"
             files = []
             for i, texts in enumerate(
@@ -284,7 +287,7 @@ def main():
                 print(f"{tag}: {peer} ...", flush=True)
                 if peer in ("nbxtensor", BEFORE):
                     binary = nbx if peer == "nbxtensor" else Path(args.before)
-                    times, first, loaded, peak, memory = nbx_peer(args, binary, files, warmup, scratch, f"{tag}-{len(results)}")
+                    times, first, loaded, peak, memory = nbx_peer(args, binary, files, warmup, seq, scratch, f"{tag}-{len(results)}")
                     print(f"  {memory}")
                 else:
                     out = scratch / f"{peer}-{tag}.json"
@@ -299,7 +302,7 @@ def main():
     after = load_average()
     # the same computation: every peer's vectors against nbxtensor's
     agreement = {}
-    for tag in [f"{b}x{s}" for b, s in SHAPES]:
+    for tag in [f"{b}x{s}" for b, s in shapes]:
         ours = embeddings[("nbxtensor", tag)].astype(np.float64)
         for peer in peers[1:]:
             theirs = embeddings[(peer, tag)].astype(np.float64)
@@ -311,7 +314,7 @@ def main():
     header = f"{'shape':<8} {'peer':<13} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
     print(header)
     print("-" * len(header))
-    for batch, seq in SHAPES:
+    for batch, seq in shapes:
         tag = f"{batch}x{seq}"
         base = results[("nbxtensor", tag)]["median_ms"]
         for peer in peers:

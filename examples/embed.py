@@ -1,7 +1,7 @@
 """Sentence embeddings with all-MiniLM-L6-v2 from Python, through the ``nbx`` program.
 
-The model (a BERT encoder built from nbxtensor ops, run as a captured, verified replay per
-batch shape) lives in Rust: crates/nbxtensor-models, driven by the ``nbx`` binary
+The model (a BERT encoder built from nbxtensor ops, run op by op the first time a batch shape
+is met, then as a captured, verified replay of that shape) lives in Rust: crates/nbxtensor-models, driven by the ``nbx`` binary
 (crates/nbx). This script is the Python door to it: ``embed(texts)`` writes the texts to a
 JSON file, runs ``nbx embed`` and returns a numpy array of unit vectors, one row per text.
 

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// The usage text.
 pub const USAGE: &str = "\
 usage:
-  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda|vulkan|metal] [--batch N] [--pad-multiple N] [--threads N]
+  nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda|vulkan|metal] [--batch N] [--pad-multiple N]
+            [--capture-at N] [--threads N]
   nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
   nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--quantize int4]
             [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME]
@@ -19,7 +20,9 @@ usage:
          in the same order; progress and timings on stderr. Texts of similar length are batched
          together; each batch is padded to its longest text, or to a multiple of --pad-multiple
          tokens (fewer distinct shapes, so fewer captures; padding weighs nothing, the embeddings
-         move only by float rounding)
+         move only by float rounding). A batch shape met for the first time runs op by op; the
+         --capture-at-th time (default 2) it is traced, planned and captured, and its replay
+         serves every later batch of that shape (--capture-at 1: every shape captured at once)
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file. For a Llama-family decoder, the memory of a generation
@@ -55,6 +58,8 @@ pub struct Options {
     pub batch: usize,
     /// `--pad-multiple N`.
     pub pad_multiple: usize,
+    /// `--capture-at N`.
+    pub capture_at: usize,
     /// `--seq N`.
     pub seq: Option<usize>,
     /// `--svg FILE`.
@@ -87,8 +92,8 @@ pub enum Command {
 }
 
 /// Options each command takes.
-const EMBED_OPTIONS: [&str; 7] =
-    ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--threads"];
+const EMBED_OPTIONS: [&str; 8] =
+    ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--capture-at", "--threads"];
 const PRICE_OPTIONS: [&str; 11] = [
     "--model",
     "--batch",
@@ -133,6 +138,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         device: Device::CPU,
         batch: 32,
         pad_multiple: 1,
+        capture_at: nbxtensor_models::CAPTURE_AT,
         seq: None,
         svg: None,
         device_file: None,
@@ -157,6 +163,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--batch" => o.batch = number(option, value)?,
             "--seq" => o.seq = Some(number(option, value)?),
             "--pad-multiple" => o.pad_multiple = number(option, value)?,
+            "--capture-at" => o.capture_at = number(option, value)?,
             "--threads" => o.threads = Some(number(option, value)?),
             "--context" => o.context = Some(number(option, value)?),
             "--prompt-tokens" => o.prompt_tokens = Some(number(option, value)?),
@@ -193,11 +200,11 @@ mod tests {
     #[test]
     fn parses_each_command_and_refuses_what_it_does_not_take() {
         let Command::Embed(o) =
-            parse(&args("embed --model m --input a.json --output b.json --batch 4 --pad-multiple 8")).unwrap()
+            parse(&args("embed --model m --input a.json --output b.json --batch 4 --pad-multiple 8 --capture-at 1")).unwrap()
         else {
             panic!("not embed")
         };
-        assert_eq!((o.model, o.batch, o.pad_multiple, o.device), (PathBuf::from("m"), 4, 8, Device::CPU));
+        assert_eq!((o.model, o.batch, o.pad_multiple, o.capture_at, o.device), (PathBuf::from("m"), 4, 8, 1, Device::CPU));
         let Command::Price(o) = parse(&args("price --model m --seq 128 --device-file nvidia/h100")).unwrap() else {
             panic!("not price")
         };

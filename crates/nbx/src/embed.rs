@@ -1,10 +1,11 @@
 //! `nbx embed`: a JSON list of strings in, a JSON list of unit vectors out, same order. On
-//! stderr: progress, timings, and for every new batch shape the arena its plan priced against
-//! the bytes the host allocator gave it.
+//! stderr: progress, timings, and for every captured batch shape the arena its plan priced
+//! against the bytes the host allocator gave it.
 
 use crate::args::Options;
 use crate::files::{read_texts, Output};
 use crate::open_model;
+use nbxtensor_models::BatchMode;
 use std::path::Path;
 use std::time::Instant;
 
@@ -17,21 +18,30 @@ pub fn run(o: &Options) -> Result<(), String> {
     let start = Instant::now();
     let mut model = open_model(o)?;
     model.set_pad_multiple(o.pad_multiple).map_err(|e| e.to_string())?;
+    model.set_capture_at(o.capture_at).map_err(|e| e.to_string())?;
     eprintln!("nbx: model {} opened in {:.3} s", o.model.display(), start.elapsed().as_secs_f64());
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let start = Instant::now();
-    let (mut captured, mut replayed) = (0.0, 0.0);
+    let (mut captured, mut eager, mut replayed) = (0.0, 0.0, 0.0);
     let embeddings = model
         .embed(&refs, o.batch, |r| {
             captured += r.capture_seconds;
-            replayed += r.run_seconds;
-            let fresh = if r.capture_seconds > 0.0 {
-                format!(
-                    "new shape: traced, planned and captured in {:.3} s (its checked run gave this batch), ",
-                    r.capture_seconds
-                )
-            } else {
-                String::from("replay reused, ")
+            let fresh = match r.mode {
+                BatchMode::Eager => {
+                    eager += r.run_seconds;
+                    String::from("shape met once: run op by op (captured if it comes again), ")
+                }
+                BatchMode::Captured => {
+                    replayed += r.run_seconds;
+                    format!(
+                        "shape captured: traced, planned and captured in {:.3} s (its checked run gave this batch), ",
+                        r.capture_seconds
+                    )
+                }
+                BatchMode::Replayed => {
+                    replayed += r.run_seconds;
+                    String::from("replay reused, ")
+                }
             };
             eprintln!(
                 "nbx: {}/{} texts; batch {}x{} tokens: {fresh}ran in {:.4} s",
@@ -47,7 +57,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let total = start.elapsed().as_secs_f64();
     eprintln!(
-        "nbx: {} texts in {total:.3} s ({captured:.3} s capturing {} shape(s), {replayed:.3} s replaying)",
+        "nbx: {} texts in {total:.3} s ({eager:.3} s op by op, {captured:.3} s capturing {} shape(s), {replayed:.3} s replaying)",
         texts.len(),
         model.captured_shapes().len()
     );

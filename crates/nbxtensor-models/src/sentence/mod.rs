@@ -1,7 +1,10 @@
 //! Sentence embeddings as sentence-transformers computes them (BERT, mean pooling over the
-//! attention mask, L2 normalisation), run as planned programs: each (batch, seq) shape is
-//! traced, planned, captured (verified byte for byte against an eager run) once, and its
-//! replay serves every later batch of that shape.
+//! attention mask, L2 normalisation), run as planned programs: a (batch, seq) shape met for
+//! the first time runs op by op (eagerly: one run, as a job of shapes that never repeat wants);
+//! met again, it is traced, planned and captured (verified byte for byte against an eager run,
+//! the checked run giving that batch), and its replay serves every later batch of that shape.
+//! [`SentenceEmbedder::set_capture_at`] moves the capture to another meeting (the first: every
+//! shape captured at once).
 
 mod batch;
 mod pooling;
@@ -45,11 +48,29 @@ pub struct BatchMemory {
     pub run_allocated_bytes: u64,
 }
 
+/// How one batch ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    /// Op by op, uncaptured: its shape met fewer times than the capture waits for (the memory
+    /// then has no plan: `planned_bytes` 0, no arena, `run_allocated_bytes` the run's peak).
+    Eager,
+    /// Its shape captured on it: the capture's checked run gave the batch.
+    Captured,
+    /// On its shape's kept replay.
+    Replayed,
+}
+
+/// The meeting of a shape at which it is captured by default: the second (the first runs
+/// eagerly, so a shape that never comes back costs one run, not an eager and a checked one).
+pub const CAPTURE_AT: usize = 2;
+
 /// One batch embedded by [`SentenceEmbedder::run_batch`].
 pub struct BatchRun {
     /// The `[b, hidden]` unit vectors.
     pub embeddings: Tensor,
-    /// Seconds spent tracing, planning and capturing (0 when the shape's replay existed).
+    /// How it ran.
+    pub mode: BatchMode,
+    /// Seconds spent tracing, planning and capturing (0 unless `mode` is `Captured`).
     pub capture_seconds: f64,
     /// What the plan priced and what was allocated.
     pub memory: BatchMemory,
@@ -64,10 +85,12 @@ pub struct BatchReport {
     pub total: usize,
     /// The batch's padded shape, `(batch, seq)`.
     pub shape: (usize, usize),
-    /// Seconds spent tracing, planning and capturing (0 when the shape's replay existed).
+    /// How it ran.
+    pub mode: BatchMode,
+    /// Seconds spent tracing, planning and capturing (0 unless `mode` is `Captured`).
     pub capture_seconds: f64,
-    /// Seconds the replay ran (for a new shape, the copy of the capture's checked outputs,
-    /// which are this batch's: the capture ran the program on it).
+    /// Seconds the batch ran: the eager run, the replay, or for a capture the copy of the
+    /// checked run's outputs (which are this batch's: the capture ran the program on it).
     pub run_seconds: f64,
     /// Its host memory, priced and allocated.
     pub memory: BatchMemory,
@@ -82,8 +105,10 @@ pub struct SentenceEmbedder {
     floor: Tensor,
     pad_multiple: usize,
     replay_budget: usize,
+    capture_at: usize,
     clock: u64,
     replays: HashMap<(usize, usize), (Replay, u64)>,
+    met: HashMap<(usize, usize), usize>,
 }
 
 impl SentenceEmbedder {
@@ -109,8 +134,10 @@ impl SentenceEmbedder {
             floor,
             pad_multiple: 1,
             replay_budget: REPLAY_BUDGET,
+            capture_at: CAPTURE_AT,
             clock: 0,
             replays: HashMap::new(),
+            met: HashMap::new(),
         })
     }
 
@@ -123,6 +150,17 @@ impl SentenceEmbedder {
             return Err(ModelError::Files("the padding multiple must be at least 1".into()));
         }
         self.pad_multiple = multiple;
+        Ok(())
+    }
+
+    /// Captures a shape the `meeting`-th time it is met (at least 1: 1 captures every shape at
+    /// once; [`CAPTURE_AT`] by default); before that its batches run eagerly. A shape whose
+    /// replay was dropped is met afresh.
+    pub fn set_capture_at(&mut self, meeting: usize) -> Result<()> {
+        if meeting == 0 {
+            return Err(ModelError::Files("a shape is captured at its first meeting or later (at least 1)".into()));
+        }
+        self.capture_at = meeting;
         Ok(())
     }
 
@@ -189,18 +227,27 @@ impl SentenceEmbedder {
         shapes
     }
 
-    /// Embeds `batch` on its shape's replay, or, when the shape is new, captures it on this
-    /// batch and takes the embeddings of the capture's checked run (a new shape costs the
-    /// eager run and the checked one, no replay after); returns the embeddings (on the model's
-    /// device), the seconds spent capturing, and the memory the plan priced against what
+    /// Embeds `batch` on its shape's replay; or, when the shape has no replay, eagerly until it
+    /// has been met [`SentenceEmbedder::set_capture_at`] times, then captured on this batch,
+    /// the embeddings the capture's checked run's (a capture costs the eager run and the
+    /// checked one, no replay after); returns the embeddings (on the model's device), how the
+    /// batch ran, the seconds spent capturing, and the memory the plan priced against what
     /// creating the executable and running the replay allocated on the device.
     pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
         let shape = batch.shape();
         let inputs = batch.inputs();
         let (host, device) = (host_allocator(), backend::of(self.device));
+        if !self.replays.contains_key(&shape) {
+            let met = self.met.entry(shape).or_insert(0);
+            *met += 1;
+            if *met < self.capture_at {
+                return self.run_eagerly(batch);
+            }
+            self.met.remove(&shape);
+        }
         let (mut capture_seconds, mut arena_allocated_bytes) = (0.0, None);
-        // a kept shape replays; a new one is captured, and the capture's verified run on these
-        // inputs gives the embeddings (no third run)
+        // a kept shape replays; one met often enough is captured, and the capture's verified
+        // run on these inputs gives the embeddings (no third run)
         let (replay, captured) = match self.replays.remove(&shape) {
             Some((replay, _)) => (replay, false),
             None => {
@@ -227,7 +274,24 @@ impl SentenceEmbedder {
         self.replays.insert(shape, (replay, self.clock));
         let mut outputs = outputs?;
         let memory = BatchMemory { planned_bytes, arena_allocated_bytes, run_allocated_bytes };
-        Ok(BatchRun { embeddings: outputs.remove(0), capture_seconds, memory })
+        let mode = if captured { BatchMode::Captured } else { BatchMode::Replayed };
+        Ok(BatchRun { embeddings: outputs.remove(0), mode, capture_seconds, memory })
+    }
+
+    /// `batch` run op by op on the model's device: no trace, plan or arena; its memory the
+    /// run's peak above what was in use before it (on the host its high-water mark, on a GPU
+    /// the blocks it left live).
+    fn run_eagerly(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
+        let (host, device) = (host_allocator(), backend::of(self.device));
+        let inputs = batch.inputs().map(|t| t.to(self.device)).into_iter().collect::<Result<Vec<_>, _>>()?;
+        let (before, held) = (host.reset_high_water(), device.in_use());
+        let mut outputs = self.model(&inputs)?;
+        let run_allocated_bytes = match self.device == Device::CPU {
+            true => host.high_water().saturating_sub(before),
+            false => device.in_use().saturating_sub(held),
+        };
+        let memory = BatchMemory { planned_bytes: 0, arena_allocated_bytes: None, run_allocated_bytes };
+        Ok(BatchRun { embeddings: outputs.remove(0), mode: BatchMode::Eager, capture_seconds: 0.0, memory })
     }
 
     /// Embeds `texts` (empty ones allowed) in batches of at most `batch_size`, texts of
@@ -253,7 +317,7 @@ impl SentenceEmbedder {
             let padded = longest.div_ceil(self.pad_multiple) * self.pad_multiple;
             let batch = SentenceBatch::new(&lists, padded.min(self.bert.config.max_position_embeddings))?;
             let start = Instant::now();
-            let BatchRun { embeddings: vectors, capture_seconds, memory } = self.run_batch(&batch)?;
+            let BatchRun { embeddings: vectors, mode, capture_seconds, memory } = self.run_batch(&batch)?;
             let run_seconds = start.elapsed().as_secs_f64() - capture_seconds;
             let values = vectors.to(Device::CPU)?.to_vec::<f32>()?;
             for (row, &i) in chunk.iter().enumerate() {
@@ -264,6 +328,7 @@ impl SentenceEmbedder {
                 done,
                 total: texts.len(),
                 shape: batch.shape(),
+                mode,
                 capture_seconds,
                 run_seconds,
                 memory,
