@@ -86,6 +86,28 @@ def rows(repeats):
     return out
 
 
+def small_rows(repeats):
+    """Eager calls of small operations from Python, each against numpy's same call: the fixed
+    cost of a call (the spec's rule: within 2x numpy's time)."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((8, 8), dtype=np.float32)
+    b = rng.standard_normal((8, 8), dtype=np.float32)
+    v = rng.standard_normal(64, dtype=np.float32)
+    w = rng.standard_normal(8, dtype=np.float32)
+    ta, tb, tv, tw = nbx.asarray(a), nbx.asarray(b), nbx.asarray(v), nbx.asarray(w)
+    zero = np.zeros(8, np.float32)
+    tz = nbx.asarray(zero)
+    return [
+        ("add f32 64", best(lambda: ops.add(tv, tv), repeats), best(lambda: np.add(v, v), repeats)),
+        ("exp f32 64", best(lambda: ops.exp(tv), repeats), best(lambda: np.exp(v), repeats)),
+        ("sum f32 64", best(lambda: ops.sum(tv), repeats), best(lambda: np.sum(v), repeats)),
+        ("matmul f32 8x8", best(lambda: ops.matmul(ta, tb), repeats), best(lambda: a @ b, repeats)),
+        ("softmax f32 8x8", best(lambda: ops.softmax(ta, axis=-1), repeats), best(lambda: softmax_numpy(a), repeats)),
+        ("layer_norm f32 8x8", best(lambda: ops.layer_norm(ta, tw, tz, eps=1e-5), repeats),
+         best(lambda: layer_norm_numpy(a, w, zero), repeats)),
+    ]
+
+
 def launch_costs(repeats, chain=1000):
     """Seconds per launch of a chain of `chain` tiny launches: eager calls, then the replay."""
     x = nbx.asarray(np.ones(16, np.float32))
@@ -122,6 +144,9 @@ def main():
     print(f"{'operation':<26}{'nbxtensor ms':>14}{'numpy ms':>12}{'ratio':>9}")
     for name, mine, theirs in rows(args.repeats):
         print(f"{name:<26}{mine * 1e3:>14.2f}{theirs * 1e3:>12.2f}{theirs / mine:>8.2f}x")
+    print(f"{'small, eager from Python':<26}{'nbxtensor us':>14}{'numpy us':>12}{'ratio':>9}")
+    for name, mine, theirs in small_rows(args.repeats):
+        print(f"{name:<26}{mine * 1e6:>14.2f}{theirs * 1e6:>12.2f}{theirs / mine:>8.2f}x")
     eager, replayed = launch_costs(args.repeats)
     print(f"{'per launch, eager':<26}{eager * 1e6:>11.2f} us")
     print(f"{'per launch, replay':<26}{replayed * 1e6:>11.2f} us   ({eager / replayed:.1f}x less)")
