@@ -25,6 +25,7 @@
 //! ```
 
 mod product;
+mod rows_dot;
 
 pub use product::{batched, float_product, Dims, Entry, Matrix, Operand};
 

@@ -160,13 +160,69 @@ pub trait Entry: Copy + Send + Sync + 'static {
 }
 
 /// float32 and float64: the products [`float_product`] serves.
-pub trait Real: Entry + faer::traits::RealField + From<f32> {}
+pub trait Real: Entry + faer::traits::RealField + From<f32> {
+    /// Runs the product through [`super::rows_dot`] where it serves the element type, the
+    /// layout and the size (float32, 4 to 32 rows of `a` and `b`'s columns rows of a transposed
+    /// weight, both contiguous in depth, AVX-512); says whether it did.
+    ///
+    /// # Safety
+    /// As [`float_product`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn few_rows(
+        _dims: (usize, usize, usize),
+        _a: Matrix<Self>,
+        _b: Matrix<Self>,
+        _dst: *mut Self,
+        _accumulate: bool,
+        _scale: Self,
+        _parallelism: Parallelism,
+    ) -> bool {
+        false
+    }
+}
 
-impl Real for f32 {}
+impl Real for f32 {
+    unsafe fn few_rows(
+        (m, n, k): (usize, usize, usize),
+        a: Matrix<f32>,
+        b: Matrix<f32>,
+        dst: *mut f32,
+        accumulate: bool,
+        scale: f32,
+        parallelism: Parallelism,
+    ) -> bool {
+        let fits = (4..=super::rows_dot::MAX_ROWS).contains(&m)
+            && k > 0
+            && a.col_stride == 1
+            && b.row_stride == 1
+            && a.row_stride >= 0
+            && b.col_stride >= 0
+            && super::rows_dot::available();
+        if fits {
+            let parallel = !matches!(parallelism, Parallelism::None);
+            // SAFETY: as the caller guarantees; the checks above are the kernel's layout, and
+            // available() its CPU.
+            unsafe {
+                super::rows_dot::product(
+                    (m, n, k),
+                    (a.ptr, a.row_stride as usize),
+                    (b.ptr, b.col_stride as usize),
+                    dst,
+                    accumulate,
+                    scale,
+                    parallel,
+                )
+            };
+        }
+        fits
+    }
+}
+
 impl Real for f64 {}
 
 /// `dst = scale · a · b`, or `dst += scale · a · b` with `accumulate`, for `a` `m × k` and `b`
-/// `k × n` into the row-major `dst` (row stride `n`). Where `b`'s columns are strided (a
+/// `k × n` into the row-major `dst` (row stride `n`). A few rows by a transposed float32 weight
+/// go to [`super::rows_dot`] (no packing: [`Real::few_rows`]). Where `b`'s columns are strided (a
 /// transposed factor: `linear`'s weight `[out, in]`, attention's keys) faer's kernels multiply:
 /// `gemm`'s AVX-512 packing of such a factor ran 1.1–2.7× slower than faer's at the shapes an
 /// encoder runs (docs/BENCHMARKS.md); elsewhere `gemm`. Either way each output element is one
@@ -185,6 +241,10 @@ pub unsafe fn float_product<T: Real>(
     scale: T,
     parallelism: Parallelism,
 ) {
+    // SAFETY: as the caller guarantees.
+    if unsafe { T::few_rows((m, n, k), a, b, dst, accumulate, scale, parallelism) } {
+        return;
+    }
     if n > 1 && k > 0 && b.col_stride != 1 {
         let par = match parallelism {
             Parallelism::None => faer::Par::Seq,
