@@ -200,11 +200,15 @@ mod tests {
     #[test]
     fn parses_each_command_and_refuses_what_it_does_not_take() {
         let Command::Embed(o) =
-            parse(&args("embed --model m --input a.json --output b.json --batch 4 --pad-multiple 8 --capture-at 1")).unwrap()
+            parse(&args("embed --model m --input a.json --output b.json --batch 4 --pad-multiple 8 --capture-at 1"))
+                .unwrap()
         else {
             panic!("not embed")
         };
-        assert_eq!((o.model, o.batch, o.pad_multiple, o.capture_at, o.device), (PathBuf::from("m"), 4, 8, 1, Device::CPU));
+        assert_eq!(
+            (o.model, o.batch, o.pad_multiple, o.capture_at, o.device),
+            (PathBuf::from("m"), 4, 8, 1, Device::CPU)
+        );
         let Command::Price(o) = parse(&args("price --model m --seq 128 --device-file nvidia/h100")).unwrap() else {
             panic!("not price")
         };

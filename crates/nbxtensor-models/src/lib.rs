@@ -16,7 +16,6 @@ mod tokenize;
 pub use error::{ModelError, Result};
 pub use sentence::{
     BatchMemory, BatchMode, BatchReport, BatchRun, SentenceBatch, SentenceEmbedder, CAPTURE_AT, MAX_TOKENS, NORM_FLOOR,
-    PADDING_SCORE,
-    REPLAY_BUDGET,
+    PADDING_SCORE, REPLAY_BUDGET,
 };
 pub use tokenize::TextTokenizer;

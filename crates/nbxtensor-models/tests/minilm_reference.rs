@@ -121,7 +121,10 @@ fn a_shape_runs_op_by_op_once_then_is_captured_then_replayed_with_the_same_bytes
         (0..3).map(|_| model.embed(&text, 1, |b| modes.push((b.mode, b.capture_seconds > 0.0))).unwrap()).collect();
     assert_eq!(modes, [(BatchMode::Eager, false), (BatchMode::Captured, true), (BatchMode::Replayed, false)]);
     assert_eq!(model.captured_shapes().len(), 1);
-    assert!(runs.iter().all(|run| *run == runs[0]), "op by op, the capture's checked run and the replay agree bit for bit");
+    assert!(
+        runs.iter().all(|run| *run == runs[0]),
+        "op by op, the capture's checked run and the replay agree bit for bit"
+    );
     assert_matches("the first sentence, op by op", &runs[0], &r);
 
     // captured at the third meeting: two runs op by op first

@@ -33,7 +33,8 @@ fn set_tiling(table: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
                 tiling::ENTRIES.join(", ")
             )));
         }
-        let n: i64 = value.extract().map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be an int")))?;
+        let n: i64 =
+            value.extract().map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be an int")))?;
         let n = usize::try_from(n)
             .map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be ≥ 1, got {n}")))?;
         entries.push((key, n));

@@ -212,7 +212,8 @@ mod tests {
             assert!(one == draw(), "draws differ with {count} threads");
         }
         for chunk in [1, 3, 1000, CHUNK] {
-            tiling::set_tiling(Some(tiling::TilingTable { host_chunk_elements: chunk, ..tiling::tiling_table() })).unwrap();
+            tiling::set_tiling(Some(tiling::TilingTable { host_chunk_elements: chunk, ..tiling::tiling_table() }))
+                .unwrap();
             assert!(one == draw(), "draws differ with chunks of {chunk}");
         }
         tiling::set_tiling(None).unwrap();

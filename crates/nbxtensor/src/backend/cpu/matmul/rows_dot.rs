@@ -204,13 +204,26 @@ mod tests {
                 for parallel in [false, true] {
                     let mut y = start.clone();
                     // SAFETY: the buffers hold the rows and outputs the shapes address.
-                    unsafe { product((m, n, k), (x.as_ptr(), xs), (w.as_ptr(), ws), y.as_mut_ptr(), accumulate, 0.5, parallel) };
+                    unsafe {
+                        product(
+                            (m, n, k),
+                            (x.as_ptr(), xs),
+                            (w.as_ptr(), ws),
+                            y.as_mut_ptr(),
+                            accumulate,
+                            0.5,
+                            parallel,
+                        )
+                    };
                     for i in 0..m {
                         for j in 0..n {
                             let dot: f64 = (0..k).map(|p| f64::from(x[i * xs + p]) * f64::from(w[j * ws + p])).sum();
                             let want = 0.5 * dot + if accumulate { f64::from(start[i * n + j]) } else { 0.0 };
                             let got = f64::from(y[i * n + j]);
-                            assert!((got - want).abs() <= 1e-5 * (1.0 + want.abs() + k as f64), "{m}x{n}x{k} ({i}, {j}): {got} vs {want}");
+                            assert!(
+                                (got - want).abs() <= 1e-5 * (1.0 + want.abs() + k as f64),
+                                "{m}x{n}x{k} ({i}, {j}): {got} vs {want}"
+                            );
                         }
                     }
                     results.push(y);
