@@ -46,6 +46,24 @@ impl CudaLibrary {
             _ => &[],
         }
     }
+
+    /// The parts of `folder` to load before the library: [`CudaLibrary::parts`], and for NVRTC
+    /// its builtins (`libnvrtc-builtins.so.<major>.<minor>`, whose name carries the minor
+    /// version), which NVRTC opens by name only when it compiles.
+    fn parts_in(self, folder: &Path) -> Vec<PathBuf> {
+        let mut parts: Vec<PathBuf> = self.parts().iter().map(|part| folder.join(part)).collect();
+        if self == CudaLibrary::Nvrtc {
+            let mut builtins: Vec<PathBuf> = std::fs::read_dir(folder)
+                .map(|entries| entries.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            builtins.retain(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc-builtins.so."))
+            });
+            builtins.sort();
+            parts.extend(builtins);
+        }
+        parts
+    }
 }
 
 /// The folders searched after the loader's own path: `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64`,
@@ -124,8 +142,7 @@ fn locate(library: CudaLibrary) -> Result<Option<PathBuf>, String> {
             if !path.is_file() {
                 continue;
             }
-            for part in library.parts() {
-                let part = folder.join(part);
+            for part in library.parts_in(folder) {
                 // SAFETY: as above.
                 match unsafe { libloading::Library::new(&part) } {
                     Ok(lib) => std::mem::forget(lib),
