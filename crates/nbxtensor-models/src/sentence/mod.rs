@@ -236,7 +236,7 @@ impl SentenceEmbedder {
     pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
         let shape = batch.shape();
         let inputs = batch.inputs();
-        let (host, device) = (host_allocator(), backend::of(self.device));
+        let device = backend::of(self.device);
         if !self.replays.contains_key(&shape) {
             let met = self.met.entry(shape).or_insert(0);
             *met += 1;
@@ -263,12 +263,8 @@ impl SentenceEmbedder {
                 (replay, true)
             }
         };
-        let (before, held) = (host.reset_high_water(), device.in_use());
-        let outputs = if captured { replay.executable().last_outputs() } else { replay.run(&inputs) };
-        let run_allocated_bytes = match self.device == Device::CPU {
-            true => host.high_water().saturating_sub(before),
-            false => device.in_use().saturating_sub(held),
-        };
+        let (outputs, run_allocated_bytes) =
+            self.allocated_by(|| if captured { replay.executable().last_outputs() } else { replay.run(&inputs) });
         let planned_bytes = replay.executable().plan().allocated_bytes();
         self.clock += 1;
         self.replays.insert(shape, (replay, self.clock));
@@ -278,18 +274,25 @@ impl SentenceEmbedder {
         Ok(BatchRun { embeddings: outputs.remove(0), mode, capture_seconds, memory })
     }
 
-    /// `batch` run op by op on the model's device: no trace, plan or arena; its memory the
-    /// run's peak above what was in use before it (on the host its high-water mark, on a GPU
-    /// the blocks it left live).
-    fn run_eagerly(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
+    /// `run`'s result and the bytes it took above what was in use before it on the model's
+    /// device (on the host its high-water mark, on a GPU the blocks it left live).
+    fn allocated_by<R>(&self, run: impl FnOnce() -> R) -> (R, u64) {
         let (host, device) = (host_allocator(), backend::of(self.device));
-        let inputs = batch.inputs().map(|t| t.to(self.device)).into_iter().collect::<Result<Vec<_>, _>>()?;
         let (before, held) = (host.reset_high_water(), device.in_use());
-        let mut outputs = self.model(&inputs)?;
-        let run_allocated_bytes = match self.device == Device::CPU {
+        let result = run();
+        let bytes = match self.device == Device::CPU {
             true => host.high_water().saturating_sub(before),
             false => device.in_use().saturating_sub(held),
         };
+        (result, bytes)
+    }
+
+    /// `batch` run op by op on the model's device: no trace, plan or arena; its memory the
+    /// run's peak ([`SentenceEmbedder::allocated_by`]).
+    fn run_eagerly(&self, batch: &SentenceBatch) -> Result<BatchRun> {
+        let inputs = batch.inputs().map(|t| t.to(self.device)).into_iter().collect::<Result<Vec<_>, _>>()?;
+        let (outputs, run_allocated_bytes) = self.allocated_by(|| self.model(&inputs));
+        let mut outputs = outputs?;
         let memory = BatchMemory { planned_bytes: 0, arena_allocated_bytes: None, run_allocated_bytes };
         Ok(BatchRun { embeddings: outputs.remove(0), mode: BatchMode::Eager, capture_seconds: 0.0, memory })
     }

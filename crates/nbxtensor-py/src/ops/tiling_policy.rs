@@ -27,12 +27,6 @@ fn set_tiling(table: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     for (key, value) in table.iter() {
         let key: String =
             key.extract().map_err(|_| PyValueError::new_err("tiling table: keys are entry names (str)"))?;
-        if !tiling::ENTRIES.contains(&key.as_str()) {
-            return Err(PyValueError::new_err(format!(
-                "tiling table: unknown entry '{key}' (entries: {})",
-                tiling::ENTRIES.join(", ")
-            )));
-        }
         let n: i64 =
             value.extract().map_err(|_| PyValueError::new_err(format!("tiling table: {key} must be an int")))?;
         let n = usize::try_from(n)

@@ -262,37 +262,8 @@ pub unsafe fn float_product<T: Real>(
         faer::linalg::matmul::matmul(dst, accum, a, b, scale, par);
         return;
     }
-    if k == 0 {
-        if !accumulate {
-            // SAFETY: dst holds m·n values.
-            unsafe { std::slice::from_raw_parts_mut(dst, m * n) }.fill(T::from(0.0));
-        }
-        return;
-    }
-    // SAFETY: the caller guarantees the operands; dst is m × n row-major and exclusive.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst,
-            1,
-            n as isize,
-            accumulate,
-            a.ptr,
-            a.col_stride,
-            a.row_stride,
-            b.ptr,
-            b.col_stride,
-            b.row_stride,
-            T::from(1.0),
-            scale,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
+    // SAFETY: as the caller guarantees.
+    unsafe { gemm_product((m, n, k), a, b, dst, accumulate, scale, parallelism, T::from(0.0), T::from(1.0)) }
 }
 
 macro_rules! real_entry {
@@ -313,7 +284,7 @@ macro_rules! gemm_entry {
         impl Entry for $t {
             unsafe fn product(dims: &Dims, a: Matrix<$t>, b: Matrix<$t>, dst: &mut [$t], accumulate: bool, parallelism: Parallelism) {
                 // SAFETY: as the caller guarantees.
-                unsafe { gemm_product(dims, a, b, dst, accumulate, parallelism, $zero, $one) }
+                unsafe { gemm_product((dims.m, dims.n, dims.k), a, b, dst.as_mut_ptr(), accumulate, $one, parallelism, $zero, $one) }
             }
         }
     )*};
@@ -353,36 +324,39 @@ macro_rules! int_entry {
 
 int_entry!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-/// `gemm`'s product of one matrix (`zero` and `one` of the element type).
+/// `gemm`'s product of one matrix, `dst (+)= scale · a · b` (`zero` and `one` of the element
+/// type).
 ///
 /// # Safety
-/// As [`Entry::product`].
+/// As [`float_product`].
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_product<T: Entry>(
-    dims: &Dims,
+    (m, n, k): (usize, usize, usize),
     a: Matrix<T>,
     b: Matrix<T>,
-    dst: &mut [T],
+    dst: *mut T,
     accumulate: bool,
+    scale: T,
     parallelism: Parallelism,
     zero: T,
     one: T,
 ) {
-    if dims.k == 0 {
+    if k == 0 {
         if !accumulate {
-            dst.fill(zero);
+            // SAFETY: dst holds m·n values.
+            unsafe { std::slice::from_raw_parts_mut(dst, m * n) }.fill(zero);
         }
         return;
     }
     // SAFETY: the caller guarantees the operands; dst is m × n row-major and exclusive.
     unsafe {
         gemm::gemm(
-            dims.m,
-            dims.n,
-            dims.k,
-            dst.as_mut_ptr(),
+            m,
+            n,
+            k,
+            dst,
             1,
-            dims.n as isize,
+            n as isize,
             accumulate,
             a.ptr,
             a.col_stride,
@@ -391,7 +365,7 @@ unsafe fn gemm_product<T: Entry>(
             b.col_stride,
             b.row_stride,
             one,
-            one,
+            scale,
             false,
             false,
             false,
