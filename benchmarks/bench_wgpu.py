@@ -1,12 +1,14 @@
 """nbxtensor's portable GPU backend (wgpu, through Vulkan) against the same GPU's own libraries,
 side by side in one run.
 
-Rows: float32 matrix products (2048³, 4096³) against torch.matmul with TF32 off (cuBLAS's
-float32 kernels); add, softmax and rms_norm of a [8192, 4096] float32 tensor (128 MiB), their
-bytes read + written over time against the device-to-device copy bandwidth measured by torch in
-the same run, eager (ten calls back to back, the host's work included) and as a captured chain
-of ten replayed in one command buffer (the kernels' own time); the host cost per kernel of a
-chain of 1000 small kernels (neg of 16 values),
+Rows: float32 matrix products (2048³, 4096³, and a 4096² linear by a [4096, 4096] weight)
+against torch.matmul / F.linear with TF32 off (cuBLAS's float32 kernels); add, softmax and
+rms_norm of a [8192, 4096] float32 tensor (128 MiB), their bytes read + written over time
+against the device-to-device copy bandwidth measured by torch in the same run, eager (ten calls
+back to back, the host's work included) and captured (chains of 10 and 30 calls, each replayed
+as one command buffer: the difference over 20 is a kernel's own time, the replay's copy of the
+input in and of the output out, its submission and its wait cancelled); the host cost per
+kernel of a chain of 1000 small kernels (neg of 16 values),
 eager against a captured replay. Each timing is the median of `--repeats` runs of `--inner`
 back-to-back launches after a warm-up, bracketed by a device synchronisation. Without torch or
 CUDA (lavapipe, a Mac) the peers' columns are left out. torch is a reference peer only: this
@@ -82,6 +84,21 @@ def matmul_rows(torch, repeats):
             theirs = timed(lambda: pa @ pb, torch.cuda.synchronize, repeats, inner)
             row.update(torch_ms=theirs * 1e3, torch_tflops=2 * n**3 / theirs / 1e12, ratio=theirs / ours)
         rows.append(row)
+    # linear: the right factor a [out, in] weight, read along its depth
+    n = 4096
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    w = rng.standard_normal((n, n), dtype=np.float32)
+    tx, tw = nbx.asarray(x).to(DEVICE), nbx.asarray(w).to(DEVICE)
+    ours = timed(lambda: ops.linear(tx, tw), ours_sync, repeats, 3)
+    check = ops.linear(tx, tw).to("cpu").numpy()
+    want = x[:64].astype(np.float64) @ w.T
+    error = float(np.abs(check[:64] - want).max() / np.abs(want).max())
+    row = {"case": f"linear f32 {n}x{n} by a [{n}, {n}] weight", "nbx_ms": ours * 1e3, "nbx_tflops": 2 * n**3 / ours / 1e12, "rel_error": error}
+    if torch is not None:
+        px, pw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
+        theirs = timed(lambda: torch.nn.functional.linear(px, pw), torch.cuda.synchronize, repeats, 3)
+        row.update(torch_ms=theirs * 1e3, torch_tflops=2 * n**3 / theirs / 1e12, ratio=theirs / ours)
+    rows.append(row)
     return rows
 
 
@@ -105,18 +122,25 @@ def bandwidth_rows(copy, repeats):
             row["of_copy"] = bytes_moved / t / copy
         rows.append(row)
 
-        # captured: a chain of ten calls replayed as one command buffer (the kernels' own time)
-        def chain(v):
-            for _ in range(10):
-                v = step(v)
-            return v
+        # captured: chains of 10 and 30 calls, each replayed as one command buffer; their
+        # difference over 20 is a kernel's own time
+        def chain(count):
+            def run(v):
+                for _ in range(count):
+                    v = step(v)
+                return v
 
-        replay = program.trace(chain, x).executable().capture(x)
-        t = timed(lambda: replay.run(x), ours_sync, repeats, 1) / 10
-        row = {"case": f"{name} f32 [8192, 4096], a captured chain of 10", "nbx_ms": t * 1e3, "nbx_tb_s": bytes_moved / t / 1e12}
+            return program.trace(run, x).executable().capture(x)
+
+        short, long = chain(10), chain(30)
+        t_long = timed(lambda: long.run(x), ours_sync, repeats, 1)
+        t_short = timed(lambda: short.run(x), ours_sync, repeats, 1)
+        t = (t_long - t_short) / 20
+        row = {"case": f"{name} f32 [8192, 4096], captured: a kernel's own time", "nbx_ms": t * 1e3, "nbx_tb_s": bytes_moved / t / 1e12}
         if copy:
             row["of_copy"] = bytes_moved / t / copy
         rows.append(row)
+        del short, long
     return rows
 
 

@@ -152,7 +152,7 @@ fn operand(target: &Target, draw: &mut Draw, dtype: DType, shape: &[i64]) -> (Te
 }
 
 /// Shapes of matmul's value cases: (a, b, transpose_a, transpose_b).
-const SHAPES: [(&[i64], &[i64], bool, bool); 12] = [
+const SHAPES: [(&[i64], &[i64], bool, bool); 15] = [
     (&[33, 70], &[70, 45], false, false),
     (&[70, 33], &[70, 45], true, false),
     (&[33, 70], &[45, 70], false, true),
@@ -166,6 +166,11 @@ const SHAPES: [(&[i64], &[i64], bool, bool); 12] = [
     // past 128 rows and columns, ragged: the large tiles of a GPU backend
     (&[130, 70], &[70, 141], false, false),
     (&[2, 150, 40], &[160, 40], false, true),
+    // depths and sides in whole 4-element vectors, ragged against the tiles (a GPU backend's
+    // vector form): each factor in rows along its depth and along its side
+    (&[132, 44], &[44, 136], false, false),
+    (&[44, 132], &[44, 140], true, false),
+    (&[2, 44, 132], &[131, 44], true, true),
 ];
 
 /// matmul on every dtype over [`SHAPES`]: plain, transposed by attribute, batched with
@@ -204,6 +209,8 @@ pub fn linear_values(target: &Target) {
             (&[1, 2400], 33),
             (&[2, 4, 2400], 5),
             (&[9, 2400], 3),
+            // past the large tiles, in whole vectors of depth, an odd number of outputs
+            (&[2, 130, 36], 131),
         ];
         for (sx, out_features) in shapes {
             let in_features = *sx.last().unwrap();

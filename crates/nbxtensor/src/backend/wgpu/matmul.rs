@@ -5,11 +5,17 @@
 //! 128 × 128 (8 × 8 an invocation, slices 8 deep) where both sides of the output fill one, else
 //! 64 × 64 (4 × 4, 16 deep). Any layout of either factor is read through its strides
 //! (transposes are strides); the batch dims broadcast.
+//!
+//! The vector form ([`vector_source`]): float32 factors that each lie in rows of whole 16-byte
+//! vectors (one dim of unit stride, its extent and every other stride multiples of 4, starting on
+//! 16 bytes) on the 128 × 128 tile read their slices a vector an invocation instead of an element
+//! at a time through the byte-addressed words (2.3× on an H200, see docs/BENCHMARKS.md).
 
 use super::gpu::Gpu;
 use super::register;
 use super::wgsl::{self, Elem};
 use crate::backend::LaunchTable;
+use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::ops::spec::matmul::Product;
 use crate::ops::spec::FLOATS;
@@ -142,6 +148,162 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
     text
 }
 
+/// Which dim of a factor has unit stride in the vector form: its depth (a row-major left factor,
+/// a `linear` weight) or its side (a transposed left factor, a row-major right factor).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Rows {
+    Depth,
+    Side,
+}
+
+impl Rows {
+    fn name(self) -> &'static str {
+        match self {
+            Rows::Depth => "d",
+            Rows::Side => "s",
+        }
+    }
+}
+
+/// The vector form's tile: 128 × 128 outputs, slices 8 deep, 256 invocations of 8 × 8 each.
+const VECTOR: Tile = LARGE;
+
+/// The WGSL of the vector form on float32: factor `x` (`a` left, `b` right) staged from vectors
+/// along `rows`. Invocation `lid` moves one vector of each factor a step: along the depth (two
+/// vectors a tile row: row `lid / 2`, depth `4 · (lid % 2)`, its lanes stored down the slice) or
+/// along the side (slice row `lid / 32`, vector `lid % 32`, stored as it came). A vector past the
+/// side is read clamped to the last one (its products are never stored); one past the depth is
+/// zero on both sides, so the tail adds exact zeros. The slices hold vectors along the side:
+/// `t[d · 32 + v]`; invocation (tx, ty) owns rows `4 · (ty + 16 q) + lane` and columns
+/// `4 · (tx + 16 q) + lane`, q in 0..2, accumulated as vectors in a fixed order.
+fn vector_source(bias: bool, a_rows: Rows, b_rows: Rows) -> String {
+    let Tile { side, depth } = VECTOR;
+    let e = wgsl::elem("matmul", DType::Float32).expect("float32 is a wgpu element");
+    let vectors = side / 4;
+    let mut text = String::from(wgsl::COMMON);
+    text += "\n@group(0) @binding(0) var<storage, read_write> a: array<vec4<f32>>;\n";
+    text += "@group(0) @binding(1) var<storage, read_write> b: array<vec4<f32>>;\n";
+    let slot = if bias {
+        text += &wgsl::input(2, "c", e);
+        3
+    } else {
+        2
+    };
+    text += &wgsl::output(slot, "y", e);
+    text += &wgsl::params(slot + 1);
+    text += &wgsl::walker("walk_batch", 2, 12);
+    // factor `x`'s vector for this invocation at depth `k0`, into register `r{x}`
+    let load = |x: &str, rows: Rows, extent: &str, stride: &str, k0: &str| -> String {
+        let base = format!("at[{}] / 16u", if x == "a" { 0 } else { 1 });
+        let origin = if x == "a" { "row0" } else { "col0" };
+        match rows {
+            Rows::Depth => format!(
+                "        {{\n            let i = min({origin} + lid / 2u, {extent} - 1u);\n            let d = {k0} + 4u * (lid % 2u);\n            let v = {x}[{base} + i * ({stride} / 16u) + min(d, k - 4u) / 4u];\n            r{x} = select(vec4<f32>(0.0), v, d < k);\n        }}\n"
+            ),
+            Rows::Side => format!(
+                "        {{\n            let d = {k0} + lid / {vectors}u;\n            let v = {x}[{base} + min(d, k - 1u) * ({stride} / 16u) + min({origin} / 4u + lid % {vectors}u, {extent} / 4u - 1u)];\n            r{x} = select(vec4<f32>(0.0), v, d < k);\n        }}\n"
+            ),
+        }
+    };
+    let stage = |x: &str, rows: Rows| -> String {
+        match rows {
+            Rows::Depth => format!(
+                "        {{\n            let i = lid / 2u;\n            let d = 4u * (lid % 2u);\n            t{x}[d * {vectors}u + i / 4u][i % 4u] = r{x}.x;\n            t{x}[(d + 1u) * {vectors}u + i / 4u][i % 4u] = r{x}.y;\n            t{x}[(d + 2u) * {vectors}u + i / 4u][i % 4u] = r{x}.z;\n            t{x}[(d + 3u) * {vectors}u + i / 4u][i % 4u] = r{x}.w;\n        }}\n"
+            ),
+            Rows::Side => format!("        t{x}[lid] = r{x};\n"),
+        }
+    };
+    // a's strides: p[3] between rows, p[4] along the depth; b's: p[5] along the depth, p[6]
+    // between columns (bytes)
+    let (a_stride, b_stride) =
+        (if a_rows == Rows::Depth { "p[3]" } else { "p[4]" }, if b_rows == Rows::Depth { "p[6]" } else { "p[5]" });
+    let load_all =
+        |k0: &str| format!("{}{}", load("a", a_rows, "m", a_stride, k0), load("b", b_rows, "n", b_stride, k0));
+    let lane = ["x", "y", "z", "w"];
+    let mut products = String::new();
+    for d in 0..depth {
+        for q in 0..2 {
+            products += &format!("            let a{d}_{q} = ta[{}u + ty + {}u];\n", d * vectors, q * SIDE);
+            products += &format!("            let b{d}_{q} = tb[{}u + tx + {}u];\n", d * vectors, q * SIDE);
+        }
+        for r in 0..8 {
+            for q in 0..2 {
+                products += &format!(
+                    "            acc_{r}_{q} = fma(vec4<f32>(a{d}_{}.{}), b{d}_{q}, acc_{r}_{q});\n",
+                    r / 4,
+                    lane[r % 4]
+                );
+            }
+        }
+    }
+    let accumulators: String =
+        (0..8).flat_map(|r| (0..2).map(move |q| format!("    var acc_{r}_{q} = vec4<f32>(0.0);\n"))).collect();
+    let add_bias = if bias { "v = v + ld_c(p[11] + gj * 4u);" } else { "" };
+    let mut stores = String::new();
+    for r in 0..8u32 {
+        for q in 0..2u32 {
+            for l in 0..4u32 {
+                stores += &format!(
+                    "    {{\n        let gi = row0 + 4u * (ty + {}u) + {}u;\n        let gj = col0 + 4u * (tx + {}u) + {l}u;\n        if (gi < m && gj < n) {{\n            var v = acc_{r}_{q}.{};\n            {add_bias}\n            st_y(out + (gi * n + gj) * 4u, v);\n        }}\n    }}\n",
+                    (r / 4) * SIDE,
+                    r % 4,
+                    q * SIDE,
+                    lane[l as usize]
+                );
+            }
+        }
+    }
+    text += &format!(
+        r#"
+var<workgroup> ta: array<vec4<f32>, {slice}>;
+var<workgroup> tb: array<vec4<f32>, {slice}>;
+
+@compute @workgroup_size({threads})
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {{
+    // p as the scalar form's; every base and stride a multiple of 16 bytes
+    let m = p[0];
+    let n = p[1];
+    let k = p[2];
+    let batch = wid.z;
+    let at = walk_batch(batch);
+    let row0 = wid.y * {side}u;
+    let col0 = wid.x * {side}u;
+    let tx = lid % {SIDE}u;
+    let ty = lid / {SIDE}u;
+{accumulators}    var ra = vec4<f32>(0.0);
+    var rb = vec4<f32>(0.0);
+{load_first}    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
+{stage_a}{stage_b}        workgroupBarrier();
+        if (k0 + {depth}u < k) {{
+{load_next}        }}
+{products}        workgroupBarrier();
+    }}
+    let out = p[7] + batch * m * n * 4u;
+{stores}}}
+"#,
+        slice = side * depth / 4,
+        threads = SIDE * SIDE,
+        load_first = load_all("0u"),
+        load_next = load_all(&format!("(k0 + {depth}u)")),
+        stage_a = stage("a", a_rows),
+        stage_b = stage("b", b_rows),
+    );
+    text
+}
+
+/// How factor `x` lies for the vector form, if it does: a unit stride along its depth or its
+/// side, that extent a multiple of 4, the other stride a non-negative multiple of 4 elements.
+fn vector_rows(depth_stride: i64, side_stride: i64, depth: i64, side: i64) -> Option<Rows> {
+    let whole = |stride: i64| stride >= 0 && stride % 4 == 0;
+    if depth_stride == 1 && depth % 4 == 0 && whole(side_stride) {
+        Some(Rows::Depth)
+    } else if side_stride == 1 && side % 4 == 0 && whole(depth_stride) {
+        Some(Rows::Side)
+    } else {
+        None
+    }
+}
+
 /// The (row, depth) strides of the left factor and the (depth, column) strides of the right,
 /// in elements, and each one's batch dims and strides.
 fn factor_strides(t: &Tensor, left: bool, transposed: bool) -> ((i64, i64), Vec<i64>, Vec<i64>) {
@@ -197,6 +359,21 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
     ];
     params.extend(wgsl::walk_params(op, &walked, &[(bound[0].base, e.width), (bound[1].base, e.width)])?);
     let tile = if m >= LARGE.side && n >= LARGE.side { LARGE } else { SMALL };
+    // the vector form where both factors lie in whole 16-byte vectors, every batch's too
+    let whole_batches = walked.strides.iter().all(|s| s.iter().all(|&v| v >= 0 && v % 4 == 0));
+    let vector = match (vector_rows(sa_k, sa_m, shapes.k, shapes.m), vector_rows(sb_k, sb_n, shapes.k, shapes.n)) {
+        (Some(a_rows), Some(b_rows))
+            if spec.dtype == DType::Float32
+                && tile == VECTOR
+                && k > 0
+                && whole_batches
+                && bound[0].base % 16 == 0
+                && bound[1].base % 16 == 0 =>
+        {
+            Some((a_rows, b_rows))
+        }
+        _ => None,
+    };
     let max = u64::from(gpu.facts.max_groups);
     let groups = [u64::from(n.div_ceil(tile.side)), u64::from(m.div_ceil(tile.side)), count as u64];
     if groups.iter().any(|&g| g > max) {
@@ -206,8 +383,17 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
             n.div_ceil(tile.side)
         )));
     }
-    let kernel = format!("matmul_{}_{}{}", spec.dtype.launch_key(), tile.side, if shapes.bias { "_bias" } else { "" });
-    let pipeline = gpu.pipeline(&kernel, || source(e, shapes.bias, tile))?;
+    let with_bias = if shapes.bias { "_bias" } else { "" };
+    let pipeline = match vector {
+        Some((a_rows, b_rows)) => {
+            let kernel = format!("matmul_fp32_v4_{}{}{with_bias}", a_rows.name(), b_rows.name());
+            gpu.pipeline(&kernel, || vector_source(shapes.bias, a_rows, b_rows))?
+        }
+        None => {
+            let kernel = format!("matmul_{}_{}{with_bias}", spec.dtype.launch_key(), tile.side);
+            gpu.pipeline(&kernel, || source(e, shapes.bias, tile))?
+        }
+    };
     let operands: Vec<_> = bound.iter().collect();
     gpu.dispatch(&pipeline, &operands, &params, [groups[0] as u32, groups[1] as u32, groups[2] as u32])
 }
