@@ -103,21 +103,52 @@ mod avx512 {
         let mut j = first;
         while j < last {
             let c = if last - j >= 4 { 4 } else { 1 };
+            // the next columns' weight rows are fetched into the cache while this one's
+            // blocks run: the passes over rows after the first read the weights from L1 and
+            // would leave the memory idle (each pass fetches its share of the four rows)
+            let groups = m.div_ceil(4);
             let mut i = 0;
             while i < m {
                 let r = if m - i >= 4 { 4 } else { 1 };
+                let pass = i / 4;
+                let ahead = Ahead { w, first: j + c, rows: (last.min(j + c + 4)).saturating_sub(j + c), pass, groups };
                 // SAFETY: rows i..i+r of x and j..j+c of w exist; the block lies inside y.
                 unsafe {
                     match (r, c) {
-                        (4, 4) => block::<4, 4>(k, x, w, y, i, j, accumulate, scale),
-                        (4, _) => block::<4, 1>(k, x, w, y, i, j, accumulate, scale),
-                        (_, 4) => block::<1, 4>(k, x, w, y, i, j, accumulate, scale),
-                        _ => block::<1, 1>(k, x, w, y, i, j, accumulate, scale),
+                        (4, 4) => block::<4, 4>(k, x, w, y, i, j, accumulate, scale, ahead),
+                        (4, _) => block::<4, 1>(k, x, w, y, i, j, accumulate, scale, ahead),
+                        (_, 4) => block::<1, 4>(k, x, w, y, i, j, accumulate, scale, ahead),
+                        _ => block::<1, 1>(k, x, w, y, i, j, accumulate, scale, ahead),
                     }
                 }
                 i += r;
             }
             j += c;
+        }
+    }
+
+    /// The weight rows to fetch ahead during one pass: `rows` rows from `first`, of which pass
+    /// `pass` of `groups` fetches those with `row % groups == pass`.
+    #[derive(Clone, Copy)]
+    struct Ahead {
+        w: Shared,
+        first: usize,
+        rows: usize,
+        pass: usize,
+        groups: usize,
+    }
+
+    impl Ahead {
+        /// Hints the cache lines of this pass's rows at depth `p` (a line of 16 values).
+        #[inline(always)]
+        fn fetch(&self, p: usize) {
+            let mut row = self.pass;
+            while row < self.rows.min(4) {
+                let at = self.w.0.wrapping_add((self.first + row) * self.w.1 + p);
+                // SAFETY: a prefetch never faults; `at` lies inside the weight rows.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(at as *const i8) };
+                row += self.groups;
+            }
         }
     }
 
@@ -137,12 +168,14 @@ mod avx512 {
         j: usize,
         accumulate: bool,
         scale: f32,
+        ahead: Ahead,
     ) {
         let mut acc = [[_mm512_setzero_ps(); C]; R];
         let rows: [*const f32; R] = std::array::from_fn(|r| x.0.wrapping_add((i + r) * x.1));
         let cols: [*const f32; C] = std::array::from_fn(|c| w.0.wrapping_add((j + c) * w.1));
         let mut p = 0;
         while p + 16 <= k {
+            ahead.fetch(p);
             // SAFETY: p + 16 ≤ k values of each row.
             unsafe {
                 let wv: [__m512; C] = std::array::from_fn(|c| _mm512_loadu_ps(cols[c].add(p)));
