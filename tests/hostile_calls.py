@@ -65,7 +65,15 @@ def instance_methods():
 
 
 def main():
-    os.chdir(tempfile.mkdtemp(prefix="nbx_hostile_"))  # files the calls write (paths like "float16") land here
+    with tempfile.TemporaryDirectory(prefix="nbx_hostile_") as scratch:
+        os.chdir(scratch)  # files the calls write (paths like "float16") land here, removed after
+        try:
+            run_calls()
+        finally:
+            os.chdir("/")
+
+
+def run_calls():
     rng = random.Random(20261130)
     calls = 0
     for function in itertools.chain(public_callables(), instance_methods()):

@@ -15,10 +15,25 @@ fn nbx(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nbx")).args(args).output().unwrap()
 }
 
-fn scratch(tag: &str) -> PathBuf {
+/// A test's folder for the files it writes, removed when the test ends (passed or failed).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("nbx_generate_{tag}_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 #[test]
@@ -81,7 +96,6 @@ fn generate_gives_the_reference_tokens_and_logits() {
         let diff = a.iter().zip(b).map(|(x, y)| (x.as_f64().unwrap() - y.as_f64().unwrap()).abs()).fold(0.0, f64::max);
         assert!(diff <= 1e-4, "{name}: prompt logits differ by {diff}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -122,7 +136,6 @@ fn generate_refuses_what_it_does_not_serve_by_name() {
     let run = nbx(&["generate", "--model", untokenized.to_str().unwrap(), "--prompt", "hello"]);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success() && stderr.contains("tokenizer.json"), "{stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A text prompt goes through the checkpoint's tokenizer.json (byte-level: a text's ids are its
@@ -166,7 +179,6 @@ fn a_text_prompt_is_tokenized_and_generates_as_its_ids_do() {
     assert_eq!(text["generated_ids"], again["generated_ids"]);
     assert!(text == again, "the same prompt logits from the text and from its ids");
     assert_eq!(text["generated_ids"].as_array().unwrap().len(), 24, "no end token in these 24");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The generated ids and prompt logits of one `nbx generate` run (and its stderr).
@@ -208,7 +220,6 @@ fn a_seed_repeats_a_sampled_run_and_the_half_dtypes_stay_within_tolerance() {
         let diff = logits.iter().zip(&want).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
         assert!(diff <= tolerance * largest, "{dtype}: prompt logits differ by {diff} (largest {largest})");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The number after `label` in `text` (the first one).
