@@ -9,7 +9,8 @@
 //! The vector form ([`vector_source`]): float32 factors that each lie in rows of whole 16-byte
 //! vectors (one dim of unit stride, its extent and every other stride multiples of 4, starting on
 //! 16 bytes) on the 128 × 128 tile read their slices a vector an invocation instead of an element
-//! at a time through the byte-addressed words (2.3× on an H200, see docs/BENCHMARKS.md).
+//! at a time through the byte-addressed words (2.1× on an H200 at 4096³: 0.59× cuBLAS; see
+//! docs/BENCHMARKS.md).
 
 use super::gpu::Gpu;
 use super::register;
