@@ -37,13 +37,10 @@ struct Tile {
 const SMALL: Tile = Tile { side: 64, depth: 16 };
 const LARGE: Tile = Tile { side: 128, depth: 8 };
 
-fn source(e: Elem, bias: bool, tile: Tile) -> String {
-    let Tile { side, depth } = tile;
-    let block = side / SIDE;
-    let w = e.width;
-    let mut text = String::from(wgsl::COMMON);
-    text += &wgsl::input(0, "a", e);
-    text += &wgsl::input(1, "b", e);
+/// The bindings after the two factors: the bias `c` where there is one, the output `y`, the
+/// parameters and the batch walk (from word 12).
+fn bias_output_params(e: Elem, bias: bool) -> String {
+    let mut text = String::new();
     let slot = if bias {
         text += &wgsl::input(2, "c", e);
         3
@@ -53,6 +50,17 @@ fn source(e: Elem, bias: bool, tile: Tile) -> String {
     text += &wgsl::output(slot, "y", e);
     text += &wgsl::params(slot + 1);
     text += &wgsl::walker("walk_batch", 2, 12);
+    text
+}
+
+fn source(e: Elem, bias: bool, tile: Tile) -> String {
+    let Tile { side, depth } = tile;
+    let block = side / SIDE;
+    let w = e.width;
+    let mut text = String::from(wgsl::COMMON);
+    text += &wgsl::input(0, "a", e);
+    text += &wgsl::input(1, "b", e);
+    text += &bias_output_params(e, bias);
     let add_bias = if bias { format!("v = v + ld_c(p[11] + gj * {w}u);") } else { String::new() };
     // the invocation's block in scalar registers, every product written out (no indexed array:
     // a compiler may put one in local memory)
@@ -169,7 +177,7 @@ impl Rows {
 /// The vector form's tile: 128 × 128 outputs, slices 8 deep, 256 invocations of 8 × 8 each.
 const VECTOR: Tile = LARGE;
 
-/// The WGSL of the vector form on float32: factor `x` (`a` left, `b` right) staged from vectors
+/// The WGSL of the vector form on float32 (`e`): factor `x` (`a` left, `b` right) staged from vectors
 /// along `rows`. Invocation `lid` moves one vector of each factor a step: along the depth (two
 /// vectors a tile row: row `lid / 2`, depth `4 · (lid % 2)`, its lanes stored down the slice) or
 /// along the side (slice row `lid / 32`, vector `lid % 32`, stored as it came). A vector past the
@@ -177,22 +185,13 @@ const VECTOR: Tile = LARGE;
 /// zero on both sides, so the tail adds exact zeros. The slices hold vectors along the side:
 /// `t[d · 32 + v]`; invocation (tx, ty) owns rows `4 · (ty + 16 q) + lane` and columns
 /// `4 · (tx + 16 q) + lane`, q in 0..2, accumulated as vectors in a fixed order.
-fn vector_source(bias: bool, a_rows: Rows, b_rows: Rows) -> String {
+fn vector_source(e: Elem, bias: bool, a_rows: Rows, b_rows: Rows) -> String {
     let Tile { side, depth } = VECTOR;
-    let e = wgsl::elem("matmul", DType::Float32).expect("float32 is a wgpu element");
     let vectors = side / 4;
     let mut text = String::from(wgsl::COMMON);
     text += "\n@group(0) @binding(0) var<storage, read_write> a: array<vec4<f32>>;\n";
     text += "@group(0) @binding(1) var<storage, read_write> b: array<vec4<f32>>;\n";
-    let slot = if bias {
-        text += &wgsl::input(2, "c", e);
-        3
-    } else {
-        2
-    };
-    text += &wgsl::output(slot, "y", e);
-    text += &wgsl::params(slot + 1);
-    text += &wgsl::walker("walk_batch", 2, 12);
+    text += &bias_output_params(e, bias);
     // factor `x`'s vector for this invocation at depth `k0`, into register `r{x}`
     let load = |x: &str, rows: Rows, extent: &str, stride: &str, k0: &str| -> String {
         let base = format!("at[{}] / 16u", if x == "a" { 0 } else { 1 });
@@ -388,7 +387,7 @@ fn run(gpu: &Gpu, spec: &Product, launch: Launch<'_>) -> Result<()> {
     let pipeline = match vector {
         Some((a_rows, b_rows)) => {
             let kernel = format!("matmul_fp32_v4_{}{}{with_bias}", a_rows.name(), b_rows.name());
-            gpu.pipeline(&kernel, || vector_source(shapes.bias, a_rows, b_rows))?
+            gpu.pipeline(&kernel, || vector_source(e, shapes.bias, a_rows, b_rows))?
         }
         None => {
             let kernel = format!("matmul_{}_{}{with_bias}", spec.dtype.launch_key(), tile.side);
