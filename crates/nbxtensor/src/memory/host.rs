@@ -1,5 +1,6 @@
 //! The host allocator: 64-byte aligned, zeroed blocks, pooled by size class, counted against
-//! the memory limit.
+//! the memory limit. A tensor's block takes a class of at most an eighth over its bytes (past
+//! 64 KiB), a planned arena's one rounded to 4 KiB.
 
 use super::{Allocator, Device, MemoryError};
 use crate::settings::{host_memory, memory_limit};
@@ -87,13 +88,27 @@ impl Drop for HostBlock {
     }
 }
 
-/// The bytes a request takes: its size class; `None` past [`MAX_BYTES`] (no layout holds it).
-fn size_class(bytes: usize) -> Option<usize> {
+/// The bytes an exact request takes (a planned arena): a power of two up to 4 KiB, then a
+/// multiple of 4 KiB; `None` past [`MAX_BYTES`] (no layout holds it).
+fn exact_class(bytes: usize) -> Option<usize> {
     let class = match bytes {
         0 => 0,
         1..=4096 => bytes.next_power_of_two().max(HOST_ALIGNMENT),
         _ => bytes.checked_next_multiple_of(4096)?,
     };
+    (class as u64 <= MAX_BYTES).then_some(class)
+}
+
+/// The bytes a pooled request takes (a tensor): as [`exact_class`] up to 64 KiB, then eight
+/// classes to each doubling (at most an eighth over the request), so that the tensors of a
+/// shape a little larger than the last one's (the next batch of texts sorted by length) take
+/// the blocks it freed instead of fresh pages the system must fault in and zero.
+fn size_class(bytes: usize) -> Option<usize> {
+    if bytes <= 65536 {
+        return exact_class(bytes);
+    }
+    let step = (1usize << bytes.ilog2()) / 8;
+    let class = bytes.checked_next_multiple_of(step)?;
     (class as u64 <= MAX_BYTES).then_some(class)
 }
 
@@ -141,6 +156,18 @@ impl HostAllocator {
     /// (every limit refuses it).
     pub fn footprint(&self, bytes: usize) -> usize {
         size_class(bytes).unwrap_or(usize::MAX)
+    }
+
+    /// The bytes [`HostAllocator::alloc_exact`] of `bytes` takes from the limit (`usize::MAX`
+    /// past [`MAX_BYTES`]).
+    pub fn exact_footprint(&self, bytes: usize) -> usize {
+        exact_class(bytes).unwrap_or(usize::MAX)
+    }
+
+    /// A zeroed block of `bytes` rounded only to 4 KiB (a planned arena: one block, its size
+    /// priced to the page), refused over the limit.
+    pub fn alloc_exact(&self, bytes: usize) -> Result<HostBlock, MemoryError> {
+        self.allocate(bytes, exact_class(bytes))
     }
 
     /// Counts `bytes` in use (under the limit, as an allocation would be) until the returned
@@ -248,10 +275,11 @@ impl HostAllocator {
         }
     }
 
-    /// A zeroed block of `bytes`, refused over the limit (and past [`MAX_BYTES`]).
-    fn allocate(&self, bytes: usize) -> Result<HostBlock, MemoryError> {
+    /// A zeroed block of `bytes` taking `class` bytes (`None`: past [`MAX_BYTES`]), refused over
+    /// the limit.
+    fn allocate(&self, bytes: usize, class: Option<usize>) -> Result<HostBlock, MemoryError> {
         let too_large = || MemoryError::TooLarge { device: Device::CPU.to_string(), asked: bytes as u64 };
-        let class = size_class(bytes).ok_or_else(too_large)?;
+        let class = class.ok_or_else(too_large)?;
         if class == 0 {
             let dangling = NonNull::new(HOST_ALIGNMENT as *mut u8).expect("the alignment is not zero");
             return Ok(HostBlock { ptr: dangling, len: 0, class: 0 });
@@ -308,7 +336,7 @@ impl Allocator for HostAllocator {
     }
 
     fn alloc(&self, bytes: usize) -> Result<HostBlock, MemoryError> {
-        self.allocate(bytes)
+        self.allocate(bytes, size_class(bytes))
     }
 
     fn copy_in(&self, block: &mut HostBlock, offset: usize, bytes: &[u8]) -> Result<(), MemoryError> {
@@ -358,11 +386,30 @@ mod tests {
             assert!(host.in_use() <= before + (64 << 20), "a refused request of {bytes} bytes left the count raised");
         }
         assert_eq!(size_class(usize::MAX - 4095), None);
-        assert_eq!(size_class(MAX_BYTES as usize - 4095), Some(MAX_BYTES as usize - 4095));
-        assert_eq!(size_class(MAX_BYTES as usize - 4094), None);
+        // the last class below 2^63 is 2^63 - 2^59: a request past it rounds past MAX_BYTES
+        assert_eq!(size_class(MAX_BYTES as usize - (1 << 59) + 1), Some(MAX_BYTES as usize + 1 - (1 << 59)));
+        assert_eq!(size_class(MAX_BYTES as usize - (1 << 59) + 2), None);
         assert!(host.charge(u64::MAX - 10).is_err());
         let small = host.alloc(100).unwrap();
         assert_eq!(small.len(), 100, "allocation still works after the refusals");
+    }
+
+    #[test]
+    fn size_classes_cover_a_request_within_an_eighth_past_64_kib() {
+        for bytes in (1..300_000).step_by(997).chain([65_536, 65_537, 1 << 20, (1 << 20) + 1, 3 << 30, (3 << 30) + 7]) {
+            let class = size_class(bytes).unwrap();
+            assert!(class >= bytes && class % HOST_ALIGNMENT == 0, "{bytes} -> {class}");
+            if bytes > 65_536 {
+                assert!(
+                    class % 4096 == 0 && (class - bytes) * 8 <= bytes,
+                    "{bytes} -> {class}: more than an eighth over"
+                );
+            }
+        }
+        // a tensor a little larger than the last one takes its class
+        assert_eq!(size_class(9_000_000), size_class(9_400_000));
+        assert_eq!(size_class(1 << 20), Some(1 << 20));
+        assert_eq!(size_class((1 << 20) + 1), Some((1 << 20) + (1 << 17)));
     }
 
     #[test]

@@ -111,16 +111,15 @@ impl Backend for CpuBackend {
     }
 
     fn alloc_exact(&self, bytes: usize) -> Result<Block, MemoryError> {
-        self.alloc(bytes)
+        Ok(Box::new(host_allocator().alloc_exact(bytes)?))
     }
 
     fn allocated_bytes(&self, bytes: u64) -> u64 {
-        usize::try_from(bytes).map_or(u64::MAX, |b| host_allocator().footprint(b) as u64)
+        usize::try_from(bytes).map_or(u64::MAX, |b| host_allocator().exact_footprint(b) as u64)
     }
 
     fn pooled_bytes(&self, bytes: u64) -> u64 {
-        // the host pools exact blocks too: one size class for both
-        self.allocated_bytes(bytes)
+        usize::try_from(bytes).map_or(u64::MAX, |b| host_allocator().footprint(b) as u64)
     }
 
     fn in_use(&self) -> u64 {
