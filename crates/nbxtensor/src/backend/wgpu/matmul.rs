@@ -37,6 +37,14 @@ struct Tile {
 const SMALL: Tile = Tile { side: 64, depth: 16 };
 const LARGE: Tile = Tile { side: 128, depth: 8 };
 
+/// The start of both forms' `main`: the sizes, the batch's operand bytes (`at`), the output
+/// tile's first row and column, the invocation's place (tx, ty) in the 16 × 16 workgroup.
+fn prologue(side: u32) -> String {
+    format!(
+        "    let m = p[0];\n    let n = p[1];\n    let k = p[2];\n    let batch = wid.z;\n    let at = walk_batch(batch);\n    let row0 = wid.y * {side}u;\n    let col0 = wid.x * {side}u;\n    let tx = lid % {SIDE}u;\n    let ty = lid / {SIDE}u;\n"
+    )
+}
+
 /// The bindings after the two factors: the bias `c` where there is one, the output `y`, the
 /// parameters and the batch walk (from word 12).
 fn bias_output_params(e: Elem, bias: bool) -> String {
@@ -123,20 +131,10 @@ var<workgroup> ta: array<vec4<f32>, {a_tile}>;
 var<workgroup> tb: array<vec4<f32>, {b_tile}>;
 
 @compute @workgroup_size({threads})
-fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {{
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {{
     // p: m, n, k, a's row and depth strides (bytes), b's depth and column strides, y base,
     //    a base, b base, (unused), bias base, then the batch walk of a and b
-    let lid = lid3.x;
-    let m = p[0];
-    let n = p[1];
-    let k = p[2];
-    let batch = wid.z;
-    let at = walk_batch(batch);
-    let row0 = wid.y * {side}u;
-    let col0 = wid.x * {side}u;
-    let tx = lid % {SIDE}u;
-    let ty = lid / {SIDE}u;
-{accumulators}
+{prologue}{accumulators}
     // the first slices in registers; each step stores them, then reads the next slices
     // while it multiplies (the loads' latency behind the products)
 {load_first}    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
@@ -151,6 +149,7 @@ fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wi
 {stores}}}
 "#,
         a_tile = side * depth / 4,
+        prologue = prologue(side),
         b_tile = side * depth / 4,
         threads = SIDE * SIDE,
     );
@@ -261,16 +260,7 @@ var<workgroup> tb: array<vec4<f32>, {slice}>;
 @compute @workgroup_size({threads})
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {{
     // p as the scalar form's; every base and stride a multiple of 16 bytes
-    let m = p[0];
-    let n = p[1];
-    let k = p[2];
-    let batch = wid.z;
-    let at = walk_batch(batch);
-    let row0 = wid.y * {side}u;
-    let col0 = wid.x * {side}u;
-    let tx = lid % {SIDE}u;
-    let ty = lid / {SIDE}u;
-{accumulators}    var ra = vec4<f32>(0.0);
+{prologue}{accumulators}    var ra = vec4<f32>(0.0);
     var rb = vec4<f32>(0.0);
 {load_first}    for (var k0 = 0u; k0 < k; k0 += {depth}u) {{
 {stage_a}{stage_b}        workgroupBarrier();
@@ -282,6 +272,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 {stores}}}
 "#,
         slice = side * depth / 4,
+        prologue = prologue(side),
         threads = SIDE * SIDE,
         load_first = load_all("0u"),
         load_next = load_all(&format!("(k0 + {depth}u)")),

@@ -100,18 +100,18 @@ mod avx512 {
         scale: f32,
     ) {
         // blocks of 4 × 4, then single rows and columns at the edges
+        // the next columns' weight rows are fetched into the cache while this one's blocks
+        // run: the passes over rows after the first read the weights from L1 and would leave
+        // the memory idle (each pass fetches its share of the next four rows)
+        let groups = m.div_ceil(4);
         let mut j = first;
         while j < last {
             let c = if last - j >= 4 { 4 } else { 1 };
-            // the next columns' weight rows are fetched into the cache while this one's
-            // blocks run: the passes over rows after the first read the weights from L1 and
-            // would leave the memory idle (each pass fetches its share of the four rows)
-            let groups = m.div_ceil(4);
+            let next = j + c;
             let mut i = 0;
             while i < m {
                 let r = if m - i >= 4 { 4 } else { 1 };
-                let pass = i / 4;
-                let ahead = Ahead { w, first: j + c, rows: (last.min(j + c + 4)).saturating_sub(j + c), pass, groups };
+                let ahead = Ahead { w, first: next, rows: last.min(next + 4) - next, pass: i / 4, groups };
                 // SAFETY: rows i..i+r of x and j..j+c of w exist; the block lies inside y.
                 unsafe {
                     match (r, c) {
@@ -127,8 +127,8 @@ mod avx512 {
         }
     }
 
-    /// The weight rows to fetch ahead during one pass: `rows` rows from `first`, of which pass
-    /// `pass` of `groups` fetches those with `row % groups == pass`.
+    /// The weight rows to fetch ahead during one pass: `rows` (at most 4) rows from `first`, of
+    /// which pass `pass` of `groups` fetches those with `row % groups == pass`.
     #[derive(Clone, Copy)]
     struct Ahead {
         w: Shared,
@@ -143,7 +143,7 @@ mod avx512 {
         #[inline(always)]
         fn fetch(&self, p: usize) {
             let mut row = self.pass;
-            while row < self.rows.min(4) {
+            while row < self.rows {
                 let at = self.w.0.wrapping_add((self.first + row) * self.w.1 + p);
                 // SAFETY: a prefetch never faults; `at` lies inside the weight rows.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(at as *const i8) };
