@@ -159,6 +159,44 @@ pub trait Entry: Copy + Send + Sync + 'static {
     );
 }
 
+/// Work (m·n·k) up to which a parallel product through faer splits its columns among the
+/// threads, each running a sequential product (about a MiniLM batch of 8 × 128 tokens' feed-forward).
+const COLUMN_SPLIT_WORK: usize = 1 << 31;
+/// Columns of a panel of that split (a multiple of every microkernel's width).
+const COLUMN_PANEL: usize = 48;
+
+/// A destination pointer shared by the tasks of one product, each writing its own columns.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: the tasks write disjoint columns of the destination, which outlives them.
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+/// `dst (+)= scale · a · b` through faer, `dst` row-major `m × n` with row stride `dst.1`.
+///
+/// # Safety
+/// As [`float_product`], `dst` addressing `m` rows of `n` values `dst.1` apart.
+unsafe fn faer_product<T: Real>(
+    (m, n, k): (usize, usize, usize),
+    a: Matrix<T>,
+    b: Matrix<T>,
+    dst: (*mut T, usize),
+    accumulate: bool,
+    scale: T,
+    par: faer::Par,
+) {
+    // SAFETY: the caller guarantees the operands and the destination (exclusive).
+    let (a, b, dst) = unsafe {
+        (
+            faer::MatRef::from_raw_parts(a.ptr, m, k, a.row_stride, a.col_stride),
+            faer::MatRef::from_raw_parts(b.ptr, k, n, b.row_stride, b.col_stride),
+            faer::MatMut::from_raw_parts_mut(dst.0, m, n, dst.1 as isize, 1),
+        )
+    };
+    let accum = if accumulate { faer::Accum::Add } else { faer::Accum::Replace };
+    faer::linalg::matmul::matmul(dst, accum, a, b, scale, par);
+}
+
 /// float32 and float64: the products [`float_product`] serves.
 pub trait Real: Entry + faer::traits::RealField + From<f32> {
     /// Runs the product through [`super::rows_dot`] where it serves the element type, the
@@ -246,20 +284,39 @@ pub unsafe fn float_product<T: Real>(
         return;
     }
     if n > 1 && k > 0 && b.col_stride != 1 {
-        let par = match parallelism {
-            Parallelism::None => faer::Par::Seq,
-            Parallelism::Rayon(threads) => faer::Par::rayon(threads),
+        let threads = match parallelism {
+            Parallelism::None => 1,
+            Parallelism::Rayon(threads) => threads,
         };
-        // SAFETY: the caller guarantees the operands and the destination (exclusive, m·n).
-        let (a, b, dst) = unsafe {
-            (
-                faer::MatRef::from_raw_parts(a.ptr, m, k, a.row_stride, a.col_stride),
-                faer::MatRef::from_raw_parts(b.ptr, k, n, b.row_stride, b.col_stride),
-                faer::MatMut::from_raw_parts_mut(dst, m, n, n as isize, 1),
-            )
-        };
-        let accum = if accumulate { faer::Accum::Add } else { faer::Accum::Replace };
-        faer::linalg::matmul::matmul(dst, accum, a, b, scale, par);
+        if threads > 1 && m * n * k <= COLUMN_SPLIT_WORK && n >= COLUMN_PANEL * threads {
+            // a product this small spends much of faer's parallel run at its barriers: each
+            // thread takes whole columns instead, one sequential product each
+            let panels = threads::split(n.div_ceil(COLUMN_PANEL), threads);
+            let dst = Shared(dst);
+            threads::install(|| {
+                panels.into_par_iter().for_each(|panel| {
+                    let (a, b, dst) = (a, b, dst);
+                    let (first, last) = (panel.start * COLUMN_PANEL, (panel.end * COLUMN_PANEL).min(n));
+                    let columns = Matrix { ptr: b.ptr.wrapping_offset(first as isize * b.col_stride), ..b };
+                    // SAFETY: as the caller guarantees; the panels are disjoint columns of dst.
+                    unsafe {
+                        faer_product(
+                            (m, last - first, k),
+                            a,
+                            columns,
+                            (dst.0.add(first), n),
+                            accumulate,
+                            scale,
+                            faer::Par::Seq,
+                        )
+                    }
+                })
+            });
+            return;
+        }
+        let par = if threads > 1 { faer::Par::rayon(threads) } else { faer::Par::Seq };
+        // SAFETY: as the caller guarantees.
+        unsafe { faer_product((m, n, k), a, b, (dst, n), accumulate, scale, par) };
         return;
     }
     // SAFETY: as the caller guarantees.
@@ -416,4 +473,48 @@ pub unsafe fn batched<T: Entry>(dims: &Dims, a: &Operand<T>, b: &Operand<T>, dst
             dst.chunks_mut(size).enumerate().for_each(|(i, out)| one(i, out, parallelism));
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transposed weight (`b`'s columns strided, as `linear`'s) through faer: one thread, the
+    /// pool's column panels (a ragged last one) and faer's own parallel run (too few columns
+    /// for panels) all give the float64 reference within rounding and the same bits.
+    #[test]
+    fn column_panels_match_one_thread_bit_for_bit() {
+        let value = |s: usize| ((s * 2654435761) % 1000) as f32 / 500.0 - 1.0;
+        for (m, n, k) in [(40, 200, 70), (33, 5 * COLUMN_PANEL + 7, 129), (40, COLUMN_PANEL + 3, 64)] {
+            let a: Vec<f32> = (0..m * k).map(value).collect();
+            let w: Vec<f32> = (0..n * k).map(|s| value(s + 5)).collect(); // [n, k]: b = wᵀ
+            let (ma, mb) = (
+                Matrix { ptr: a.as_ptr(), row_stride: k as isize, col_stride: 1 },
+                Matrix { ptr: w.as_ptr(), row_stride: 1, col_stride: k as isize },
+            );
+            for accumulate in [false, true] {
+                let start: Vec<f32> = (0..m * n).map(|s| value(s + 9)).collect();
+                let run = |parallelism| {
+                    let mut y = start.clone();
+                    // SAFETY: a is m × k, w n × k, y m × n, as the matrices address them.
+                    unsafe { float_product((m, n, k), ma, mb, y.as_mut_ptr(), accumulate, 0.5f32, parallelism) };
+                    y
+                };
+                let one = run(Parallelism::None);
+                assert_eq!(one, run(Parallelism::Rayon(2)), "{m}x{n}x{k}: two threads, other bits");
+                assert_eq!(one, run(Parallelism::Rayon(3)), "{m}x{n}x{k}: three threads, other bits");
+                for i in 0..m {
+                    for j in 0..n {
+                        let dot: f64 = (0..k).map(|p| f64::from(a[i * k + p]) * f64::from(w[j * k + p])).sum();
+                        let want = 0.5 * dot + if accumulate { f64::from(start[i * n + j]) } else { 0.0 };
+                        let got = f64::from(one[i * n + j]);
+                        assert!(
+                            (got - want).abs() <= 1e-5 * (1.0 + k as f64),
+                            "{m}x{n}x{k} ({i}, {j}): {got} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
