@@ -65,11 +65,12 @@ def test_memory_limit_is_set_read_and_restored():
 
 def test_the_tiling_table_is_a_copy_set_whole_and_checked():
     library = tiling_policy.tiling_table()
-    assert library == {"host_chunk_elements": 16384, "host_product_inline_work": 1 << 20}
+    assert library == {"host_chunk_elements": 16384, "host_product_inline_work": 1 << 20,
+                       "host_product_column_split_work": 1 << 31}
     library["host_chunk_elements"] = 1
     assert tiling_policy.tiling_table()["host_chunk_elements"] == 16384, "the table handed out is a copy"
     try:
-        mine = {"host_chunk_elements": 1024, "host_product_inline_work": 64}
+        mine = {"host_chunk_elements": 1024, "host_product_inline_work": 64, "host_product_column_split_work": 1 << 20}
         tiling_policy.set_tiling(mine)
         assert tiling_policy.tiling_table() == mine
         for bad, message in [({}, "missing entry"), ({"host_chunk_elements": 8}, "missing entry 'host_product_inline_work'"), ({**mine, "host_chunk_elements": 0}, "host_chunk_elements must be ≥ 1"), ({**mine, "host_product_inline_work": -1}, "host_product_inline_work must be ≥ 1"), ({**mine, "tile": 4}, "unknown entry 'tile'")]:
@@ -78,7 +79,8 @@ def test_the_tiling_table_is_a_copy_set_whole_and_checked():
         assert tiling_policy.tiling_table() == mine, "a refused table changes nothing"
     finally:
         tiling_policy.set_tiling(None)
-    assert tiling_policy.tiling_table() == {"host_chunk_elements": 16384, "host_product_inline_work": 1 << 20}
+    assert tiling_policy.tiling_table() == {"host_chunk_elements": 16384, "host_product_inline_work": 1 << 20,
+                                            "host_product_column_split_work": 1 << 31}
 
 
 def default_store_in(env):

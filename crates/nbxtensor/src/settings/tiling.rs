@@ -17,21 +17,25 @@ pub struct TilingTable {
     /// Work (m·n·k over a product's batch) up to which a host matrix product runs on the
     /// calling thread alone.
     pub host_product_inline_work: usize,
+    /// Work (m·n·k of one matrix) up to which a parallel host product by a transposed factor
+    /// splits its columns among the threads, a sequential product each.
+    pub host_product_column_split_work: usize,
 }
 
 /// The table's entries by name, in `tiling.yml`'s order.
-pub const ENTRIES: [&str; 2] = ["host_chunk_elements", "host_product_inline_work"];
+pub const ENTRIES: [&str; 3] = ["host_chunk_elements", "host_product_inline_work", "host_product_column_split_work"];
 
 impl TilingTable {
     /// Parses and checks a table written as `tiling.yml` writes it.
     ///
     /// ```
     /// use nbxtensor::settings::tiling::TilingTable;
-    /// let table = TilingTable::parse("host_chunk_elements: 4096\nhost_product_inline_work: 65536")?;
+    /// let split = "host_product_column_split_work: 1048576";
+    /// let table = TilingTable::parse(&format!("host_chunk_elements: 4096\nhost_product_inline_work: 65536\n{split}"))?;
     /// assert_eq!(table.host_chunk_elements, 4096);
-    /// assert!(TilingTable::parse("host_chunk_elements: 0\nhost_product_inline_work: 1").is_err());
-    /// assert!(TilingTable::parse("host_chunk_elements: 4096").is_err());
-    /// assert!(TilingTable::parse("host_chunk: 4096\nhost_product_inline_work: 1").is_err());
+    /// assert!(TilingTable::parse(&format!("host_chunk_elements: 0\nhost_product_inline_work: 1\n{split}")).is_err());
+    /// assert!(TilingTable::parse("host_chunk_elements: 4096\nhost_product_inline_work: 1").is_err());
+    /// assert!(TilingTable::parse(&format!("host_chunk: 4096\nhost_product_inline_work: 1\n{split}")).is_err());
     /// # Ok::<(), nbxtensor::settings::SettingsError>(())
     /// ```
     pub fn parse(text: &str) -> Result<TilingTable, SettingsError> {
@@ -50,8 +54,12 @@ impl TilingTable {
     }
 
     /// Every entry with its name, in [`ENTRIES`]' order.
-    pub fn entries(&self) -> [(&'static str, usize); 2] {
-        [(ENTRIES[0], self.host_chunk_elements), (ENTRIES[1], self.host_product_inline_work)]
+    pub fn entries(&self) -> [(&'static str, usize); 3] {
+        [
+            (ENTRIES[0], self.host_chunk_elements),
+            (ENTRIES[1], self.host_product_inline_work),
+            (ENTRIES[2], self.host_product_column_split_work),
+        ]
     }
 
     /// A table from `(name, value)` pairs (every entry exactly once), checked; an unknown or
@@ -59,7 +67,11 @@ impl TilingTable {
     ///
     /// ```
     /// use nbxtensor::settings::tiling::TilingTable;
-    /// let table = TilingTable::from_entries(&[("host_chunk_elements", 8), ("host_product_inline_work", 64)])?;
+    /// let table = TilingTable::from_entries(&[
+    ///     ("host_chunk_elements", 8),
+    ///     ("host_product_inline_work", 64),
+    ///     ("host_product_column_split_work", 1 << 20),
+    /// ])?;
     /// assert_eq!(table.host_product_inline_work, 64);
     /// assert!(TilingTable::from_entries(&[("host_chunk_elements", 8)]).is_err());
     /// # Ok::<(), nbxtensor::settings::SettingsError>(())
@@ -78,7 +90,11 @@ impl TilingTable {
         let value = |at: usize| {
             found[at].ok_or_else(|| SettingsError::Invalid(format!("tiling table: missing entry '{}'", ENTRIES[at])))
         };
-        let table = TilingTable { host_chunk_elements: value(0)?, host_product_inline_work: value(1)? };
+        let table = TilingTable {
+            host_chunk_elements: value(0)?,
+            host_product_inline_work: value(1)?,
+            host_product_column_split_work: value(2)?,
+        };
         table.check()?;
         Ok(table)
     }

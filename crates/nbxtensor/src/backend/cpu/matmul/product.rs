@@ -159,9 +159,6 @@ pub trait Entry: Copy + Send + Sync + 'static {
     );
 }
 
-/// Work (m·n·k) up to which a parallel product through faer splits its columns among the
-/// threads, each running a sequential product (about a MiniLM batch of 8 × 128 tokens' feed-forward).
-const COLUMN_SPLIT_WORK: usize = 1 << 31;
 /// Columns of a panel of that split (a multiple of every microkernel's width).
 const COLUMN_PANEL: usize = 48;
 
@@ -288,7 +285,8 @@ pub unsafe fn float_product<T: Real>(
             Parallelism::None => 1,
             Parallelism::Rayon(threads) => threads,
         };
-        if threads > 1 && m * n * k <= COLUMN_SPLIT_WORK && n >= COLUMN_PANEL * threads {
+        let split_work = tiling::tiling_table().host_product_column_split_work;
+        if threads > 1 && m.saturating_mul(n).saturating_mul(k) <= split_work && n >= COLUMN_PANEL * threads {
             // a product this small spends much of faer's parallel run at its barriers: each
             // thread takes whole columns instead, one sequential product each
             let panels = threads::split(n.div_ceil(COLUMN_PANEL), threads);
