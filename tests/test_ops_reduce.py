@@ -1,5 +1,6 @@
-"""Reductions (sum, mean, max, min, argmax), softmax, log_softmax, layer_norm and rms_norm
-against float64 numpy references on random inputs."""
+"""Reductions (sum, mean, max, min, argmax), softmax, log_softmax, layer_norm, rms_norm and
+their residual forms (add_rms_norm, add_layer_norm) against float64 numpy references on random
+inputs."""
 
 import numpy as np
 import pytest
@@ -162,6 +163,32 @@ def test_add_rms_norm_refuses_a_residual_of_another_shape():
         ops.add_rms_norm(x, tensor(np.ones((2, 3)), "float32"), tensor(np.ones(4), "float32"))
     with pytest.raises(ValueError, match=r"add_rms_norm: eps must be finite"):
         ops.add_rms_norm(x, x, tensor(np.ones(4), "float32"), eps=float("nan"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_add_layer_norm_is_add_then_layer_norm_bit_for_bit(dtype):
+    x = tensor(rounded(random((5, 3, 37), seed=87), dtype), dtype)
+    r = tensor(rounded(random((5, 3, 37), seed=89), dtype), dtype)
+    w = tensor(rounded(random((37,), seed=91), dtype), dtype)
+    b = tensor(rounded(random((37,), seed=93), dtype), dtype)
+    total, normed = ops.add_layer_norm(x, r, w, b, eps=1e-5)
+    want_total = ops.add(x, r)
+    assert np.array_equal(values(total), values(want_total))
+    assert np.array_equal(values(normed), values(ops.layer_norm(want_total, w, b, eps=1e-5)))
+    s = values(want_total).astype(np.float64)
+    mean, var = s.mean(axis=-1, keepdims=True), s.var(axis=-1, keepdims=True)
+    want = (s - mean) / np.sqrt(var + 1e-5) * values(w).astype(np.float64) + values(b).astype(np.float64)
+    close(values(normed), want, dtype, ulps=16)
+
+
+def test_add_layer_norm_refuses_by_name():
+    x, w = tensor(np.ones((2, 4)), "float32"), tensor(np.ones(4), "float32")
+    with pytest.raises(ValueError, match=r"add_layer_norm: residual has shape \[2, 3\]"):
+        ops.add_layer_norm(x, tensor(np.ones((2, 3)), "float32"), w, w)
+    with pytest.raises(ValueError, match=r"add_layer_norm: bias has shape \[3\]"):
+        ops.add_layer_norm(x, x, w, tensor(np.ones(3), "float32"))
+    with pytest.raises(ValueError, match=r"add_layer_norm: eps must be finite"):
+        ops.add_layer_norm(x, x, w, w, eps=float("inf"))
 
 
 def test_norm_refusals_name_the_operand():

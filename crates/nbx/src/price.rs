@@ -67,7 +67,10 @@ pub fn run(o: &Options) -> Result<(), String> {
         model.dimension()
     );
     println!("shape       batch {} x seq {} tokens", o.batch, seq);
-    println!("parameters  {parameters} ({} of float32 weights, mapped from the file)", mib(weight_bytes));
+    println!(
+        "parameters  {parameters} ({} of float32 weights, mapped from the file, each layer's q/k/v copied into one joined weight)",
+        mib(weight_bytes)
+    );
     println!("launches    {}", program.steps.len());
     println!(
         "arena       {} bytes ({}), lower bound {} bytes, ratio {:.4}",

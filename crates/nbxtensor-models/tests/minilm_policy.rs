@@ -70,12 +70,14 @@ fn a_bfloat16_policy_runs_the_dense_layers_in_bfloat16_and_the_norms_in_float32(
     let of = |op: &str| -> Vec<&str> {
         keys.iter().map(|k| op_and_dtype(k)).filter(|(o, _)| *o == op).map(|(_, d)| d).collect()
     };
-    // six layers: q, k, v, the attention output, and two feed-forward products each
-    assert_eq!(of("linear"), vec!["bf16"; 36], "{keys:?}");
-    // the embeddings' norm and two a layer, in float32 whatever the policy
-    assert_eq!(of("layer_norm"), vec!["fp32"; 13], "{keys:?}");
+    // six layers: q, k and v joined, the attention output, and two feed-forward products each
+    assert_eq!(of("linear"), vec!["bf16"; 24], "{keys:?}");
+    // the embeddings' norm, in float32 whatever the policy; the two residual norms a layer in
+    // float32 too (add_layer_norm is in no class: its float32 and bfloat16 inputs promote)
+    assert_eq!(of("layer_norm"), vec!["fp32"], "{keys:?}");
+    assert_eq!(of("add_layer_norm"), vec!["fp32"; 12], "{keys:?}");
     // the casts the policy adds: float32 weights and activations to bfloat16 and back
-    assert!(of("cast").len() >= 36, "{keys:?}");
+    assert!(of("cast").len() >= 24, "{keys:?}");
     assert!(plain.steps.iter().all(|s| !s.kernel.key().starts_with("cast:")), "the plain trace casts nothing");
     assert_eq!(mixed.outputs.len(), 1);
 

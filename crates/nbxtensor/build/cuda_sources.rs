@@ -116,7 +116,7 @@ pub const SOURCES: &[SourceParts] = &[
         "The reductions: rows, columns, and split rows with their finish.",
     ),
     parts("SOFTMAX", "softmax.cu", None, ROWS, "softmax.cu", "Softmax and log-softmax over rows and columns."),
-    parts("NORM", "norm.cu", None, ROWS, "norm.cu", "layer_norm, rms_norm and add_rms_norm over rows."),
+    parts("NORM", "norm.cu", None, ROWS, "norm.cu", "layer_norm, rms_norm, add_rms_norm and add_layer_norm over rows."),
     parts("ROPE", "rope.cu", None, &[], "rope.cu", "Rotary position embeddings."),
     parts(
         "ATTENTION",

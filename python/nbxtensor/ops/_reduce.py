@@ -122,4 +122,15 @@ def add_rms_norm(x: Tensor, residual: Tensor, weight: Tensor, eps: float | None 
     return total, normed
 
 
-__all__ = ["sum", "prod", "all", "any", "mean", "max", "min", "argmax", "argmin", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm"]
+def add_layer_norm(
+    x: Tensor, residual: Tensor, weight: Tensor, bias: Tensor, eps: float | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(x + residual, layer_norm(x + residual, weight, bias, eps))`` in one pass: the sum rounded
+    to the dtype as ``add`` rounds it, and its norm over the last dim, bit for bit those of ``add``
+    then ``layer_norm`` (an encoder layer's residual add and its norm; eps None: 1e-5)."""
+    inputs = [x, residual, weight, bias]
+    total, normed = _core.call("add_layer_norm", inputs, _given(eps=None if eps is None else float(eps)))
+    return total, normed
+
+
+__all__ = ["sum", "prod", "all", "any", "mean", "max", "min", "argmax", "argmin", "cumulative_sum", "cumulative_prod", "softmax", "log_softmax", "layer_norm", "rms_norm", "add_rms_norm", "add_layer_norm"]

@@ -1,6 +1,12 @@
 //! The BERT encoder as nbxtensor ops: embeddings (word + position + segment 0, layer norm),
 //! then per layer multi-head self-attention (`sdpa` with an additive padding mask), a residual
 //! layer norm, a gelu feed-forward and a second residual layer norm.
+//!
+//! Fused as onnxruntime fuses BERT, each fusion the same arithmetic as its parts: q, k and v
+//! come from one product by the joined weight ([`LayerWeights::qkv`](super::LayerWeights)),
+//! taken as strided views of its output (every backend's `sdpa` reads its operands through
+//! their strides); each residual add and the layer norm after it are one `add_layer_norm`
+//! (bit for bit `add` then `layer_norm`).
 
 use super::{BertConfig, BertWeights, Dense, Norm};
 use crate::error::{ModelError, Result};
@@ -45,9 +51,17 @@ impl Bert {
         Ok(Bert { config, weights })
     }
 
+    fn eps(&self) -> Attrs {
+        Attrs::new().with("eps", AttrValue::Float(self.config.layer_norm_eps))
+    }
+
     fn norm(&self, x: &Tensor, n: &Norm) -> Result<Tensor, KernelError> {
-        let attrs = Attrs::new().with("eps", AttrValue::Float(self.config.layer_norm_eps));
-        op("layer_norm", &attrs, &[x, &n.weight, &n.bias])
+        op("layer_norm", &self.eps(), &[x, &n.weight, &n.bias])
+    }
+
+    /// The layer norm of `x + residual` (their sum, the op's first output, is not needed).
+    fn add_norm(&self, x: &Tensor, residual: &Tensor, n: &Norm) -> Result<Tensor, KernelError> {
+        Ok(ops::call("add_layer_norm", &self.eps(), &[x, residual, &n.weight, &n.bias])?.remove(1))
     }
 
     /// The last hidden states `[b, s, hidden]` of token ids `ids` (`[b, s]`, int64) under
@@ -72,18 +86,19 @@ impl Bert {
         let summed = op("add", &Attrs::new(), &[&op("add", &Attrs::new(), &[&words, &positions])?, &segment])?;
         let mut x = self.norm(&summed, &e.norm)?;
         let (heads, head_dim, hidden) = (c.num_attention_heads as i64, c.head_dim() as i64, c.hidden_size as i64);
-        let split = |t: Tensor| t.reshape(&[batch, seq, heads, head_dim])?.permute(&[0, 2, 1, 3]);
+        // part `i` (0: q, 1: k, 2: v) of the joined product `[b, s, 3·hidden]` as heads
+        // `[b, heads, s, head_dim]`: a view, rows 3·hidden apart
+        let split = |qkv: &Tensor, i: i64| {
+            qkv.narrow(2, i * hidden, hidden)?.reshape(&[batch, seq, heads, head_dim])?.permute(&[0, 2, 1, 3])
+        };
         for layer in &self.weights.layers {
-            let q = split(dense(&x, &layer.query)?)?;
-            let k = split(dense(&x, &layer.key)?)?;
-            let v = split(dense(&x, &layer.value)?)?;
+            let qkv = dense(&x, &layer.qkv)?;
+            let (q, k, v) = (split(&qkv, 0)?, split(&qkv, 1)?, split(&qkv, 2)?);
             let heads_last = op("sdpa", &Attrs::new(), &[&q, &k, &v, mask])?.permute(&[0, 2, 1, 3])?;
             let context = op("copy", &Attrs::new(), &[&heads_last])?.reshape(&[batch, seq, hidden])?;
-            let attended = op("add", &Attrs::new(), &[&x, &dense(&context, &layer.attention_out)?])?;
-            x = self.norm(&attended, &layer.attention_norm)?;
+            x = self.add_norm(&x, &dense(&context, &layer.attention_out)?, &layer.attention_norm)?;
             let up = op("gelu", &Attrs::new(), &[&dense(&x, &layer.intermediate)?])?;
-            let fed = op("add", &Attrs::new(), &[&x, &dense(&up, &layer.output)?])?;
-            x = self.norm(&fed, &layer.output_norm)?;
+            x = self.add_norm(&x, &dense(&up, &layer.output)?, &layer.output_norm)?;
         }
         Ok(x)
     }

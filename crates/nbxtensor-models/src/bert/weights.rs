@@ -1,5 +1,7 @@
 //! A BERT model's weights, read from `model.safetensors` by memory map (zero-copy where the
-//! file's data is aligned), checked name by name against the config's sizes.
+//! file's data is aligned), checked name by name against the config's sizes. Each layer's
+//! query, key and value projections are the one exception: they are joined into one matrix at
+//! load (a copy), so that attention's three products are one.
 
 use super::BertConfig;
 use crate::error::{ModelError, Result};
@@ -28,6 +30,16 @@ pub struct Dense {
     pub bias: Tensor,
 }
 
+impl Dense {
+    /// The layers `parts` (of one input width) as one: their weights' rows one after the other,
+    /// and their biases likewise, copied into new tensors.
+    fn joined(parts: &[Dense]) -> Result<Dense> {
+        let weights: Vec<&Tensor> = parts.iter().map(|d| &d.weight).collect();
+        let biases: Vec<&Tensor> = parts.iter().map(|d| &d.bias).collect();
+        Ok(Dense { weight: Tensor::concat(&weights, 0)?, bias: Tensor::concat(&biases, 0)? })
+    }
+}
+
 /// The embedding tables and their layer norm.
 #[derive(Clone)]
 pub struct EmbeddingWeights {
@@ -44,12 +56,11 @@ pub struct EmbeddingWeights {
 /// One encoder layer.
 #[derive(Clone)]
 pub struct LayerWeights {
-    /// Query projection.
-    pub query: Dense,
-    /// Key projection.
-    pub key: Dense,
-    /// Value projection.
-    pub value: Dense,
+    /// The query, key and value projections as one: weight `[3·hidden, hidden]` (the query's
+    /// rows, then the key's, then the value's) and bias `[3·hidden]`. Copied once at load from
+    /// the file's three projections, whose mapped tensors are not kept: one product then
+    /// computes q, k and v side by side in each row of its output.
+    pub qkv: Dense,
     /// Attention output projection.
     pub attention_out: Dense,
     /// Layer norm after attention.
@@ -124,10 +135,12 @@ impl BertWeights {
         let layers = (0..config.num_hidden_layers)
             .map(|n| {
                 let p = format!("encoder.layer.{n}");
+                let projections = ["query", "key", "value"]
+                    .map(|name| named.dense(&format!("{p}.attention.self.{name}"), h, h))
+                    .into_iter()
+                    .collect::<Result<Vec<_>>>()?;
                 Ok(LayerWeights {
-                    query: named.dense(&format!("{p}.attention.self.query"), h, h)?,
-                    key: named.dense(&format!("{p}.attention.self.key"), h, h)?,
-                    value: named.dense(&format!("{p}.attention.self.value"), h, h)?,
+                    qkv: Dense::joined(&projections)?,
                     attention_out: named.dense(&format!("{p}.attention.output.dense"), h, h)?,
                     attention_norm: named.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
                     intermediate: named.dense(&format!("{p}.intermediate.dense"), i, h)?,
@@ -144,7 +157,7 @@ impl BertWeights {
         let e = &self.embeddings;
         let mut all = vec![&e.word, &e.position, &e.token_type, &e.norm.weight, &e.norm.bias];
         for l in &self.layers {
-            for d in [&l.query, &l.key, &l.value, &l.attention_out, &l.intermediate, &l.output] {
+            for d in [&l.qkv, &l.attention_out, &l.intermediate, &l.output] {
                 all.extend([&d.weight, &d.bias]);
             }
             for n in [&l.attention_norm, &l.output_norm] {
@@ -171,9 +184,7 @@ impl BertWeights {
             .iter()
             .map(|l| {
                 Ok(LayerWeights {
-                    query: dense(&l.query)?,
-                    key: dense(&l.key)?,
-                    value: dense(&l.value)?,
+                    qkv: dense(&l.qkv)?,
                     attention_out: dense(&l.attention_out)?,
                     attention_norm: norm(&l.attention_norm)?,
                     intermediate: dense(&l.intermediate)?,

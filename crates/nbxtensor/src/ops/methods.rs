@@ -449,6 +449,21 @@ impl Tensor {
         Ok((next_output("add_rms_norm", &mut out)?, next_output("add_rms_norm", &mut out)?))
     }
 
+    /// `(self + residual, layer_norm(self + residual, weight, bias, eps))` in one pass: the
+    /// sum rounded to the dtype as `add` rounds it, and its norm over the last dim, bit for bit
+    /// those of `add` then `layer_norm` (an encoder layer's residual add and its norm).
+    pub fn add_layer_norm(
+        &self,
+        residual: &Tensor,
+        weight: &Tensor,
+        bias: &Tensor,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor)> {
+        let inputs = [self, residual, weight, bias];
+        let mut out = apply("add_layer_norm", &inputs, |dtype| Norm::layer_with_residual(dtype, eps))?.into_iter();
+        Ok((next_output("add_layer_norm", &mut out)?, next_output("add_layer_norm", &mut out)?))
+    }
+
     /// The rotary position embedding of `[..., heads, seq, head_dim]` by `cos` and `sin`
     /// (`[seq, head_dim / 2]`); pairs `(2i, 2i+1)` when `interleaved`, else `(i, i + d/2)`.
     pub fn rope(&self, cos: &Tensor, sin: &Tensor, interleaved: bool) -> Result<Tensor> {

@@ -1,7 +1,7 @@
 //! The rows family (`ops::spec::rows`): softmax and log_softmax along an axis, layer_norm and
 //! rms_norm over the last dim, rope in both pairings, against float64 references;
-//! add_rms_norm bit for bit against `add` then `rms_norm` on the same backend (and its norm
-//! against the float64 reference of the rounded sums).
+//! add_rms_norm and add_layer_norm bit for bit against `add` then `rms_norm` or `layer_norm` on
+//! the same backend (and their norms against the float64 reference of the rounded sums).
 //!
 //! Tolerances (ulps and eps of the compute type; half dtypes also their own rounding):
 //! - softmax: (8 + |x − max| + s(n)) ulp: the exponential's error, the rounding of x − max
@@ -25,7 +25,8 @@ use nbxtensor::{DType, Tensor};
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
-    matches!(op, "softmax" | "log_softmax" | "layer_norm" | "rms_norm" | "add_rms_norm" | "rope") && is_real(dtype)
+    matches!(op, "softmax" | "log_softmax" | "layer_norm" | "rms_norm" | "add_rms_norm" | "add_layer_norm" | "rope")
+        && is_real(dtype)
 }
 
 /// The row lengths the value cases run.
@@ -181,22 +182,37 @@ fn check_norm(
     assert_elems(&what, dtype, &read(&out), &want, |i| tols[i]);
 }
 
-/// add_rms_norm of `[x, residual, weight]`: its sum and norm byte for byte those of `add`
-/// then `rms_norm` on the same backend, the norm within rms_norm's tolerance of the float64
-/// reference of the rounded sums.
-fn check_add_rms_norm(target: &Target, dtype: DType, case: &str, inputs: [&Tensor; 3], eps: Option<f64>) {
-    let what = target.what("add_rms_norm", dtype, &format!("{case}, eps {eps:?}"));
-    let out = target.run("add_rms_norm", dtype, &eps_attrs(eps), &inputs).unwrap_or_else(|e| panic!("{what}: {e}"));
+/// The norm an add_ op ends in: `rms_norm` after add_rms_norm, `layer_norm` after add_layer_norm.
+fn norm_after(op: &str) -> &'static str {
+    if op == "add_layer_norm" {
+        "layer_norm"
+    } else {
+        "rms_norm"
+    }
+}
+
+/// add_rms_norm of `[x, residual, weight]` or add_layer_norm of `[x, residual, weight, bias]`:
+/// its sum and norm byte for byte those of `add` then the norm on the same backend, the norm
+/// within that norm's tolerance of the float64 reference of the rounded sums.
+fn check_add_norm(target: &Target, op: &str, dtype: DType, case: &str, inputs: &[&Tensor], eps: Option<f64>) {
+    let what = target.what(op, dtype, &format!("{case}, eps {eps:?}"));
+    let out = target.run(op, dtype, &eps_attrs(eps), inputs).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(out.len(), 2, "{what}: two outputs");
     for t in &out {
         assert_eq!((t.dtype(), t.shape()), (dtype, inputs[0].shape()), "{what}: output dtype and shape");
     }
+    let norm = norm_after(op);
     let sum = target.run1("add", dtype, &Attrs::new(), &inputs[..2]);
-    let normed = target.run1("rms_norm", dtype, &eps_attrs(eps), &[&sum, inputs[2]]);
+    let mut norm_inputs = vec![&sum];
+    norm_inputs.extend(&inputs[2..]);
+    let normed = target.run1(norm, dtype, &eps_attrs(eps), &norm_inputs);
     assert_eq!(read_bytes(&out[0]), read_bytes(&sum), "{what}: the sum is add's");
-    assert_eq!(read_bytes(&out[1]), read_bytes(&normed), "{what}: the norm is rms_norm's of the sum");
+    assert_eq!(read_bytes(&out[1]), read_bytes(&normed), "{what}: the norm is {norm}'s of the sum");
     let n = *inputs[0].shape().last().unwrap() as usize;
-    let (want, tols) = norm_reference(dtype, n, &read(&sum), &read(inputs[2]), None, eps.unwrap_or(1e-6));
+    let layer = norm == "layer_norm";
+    let bias = inputs.get(3).map(|b| read(b));
+    let eps = eps.unwrap_or(if layer { 1e-5 } else { 1e-6 });
+    let (want, tols) = norm_reference(dtype, n, &read(&sum), &read(inputs[2]), bias.as_deref(), eps);
     assert_elems(&what, dtype, &read(&out[1]), &want, |i| tols[i]);
 }
 
@@ -265,11 +281,14 @@ pub fn softmax_values(target: &Target) {
 /// layer_norm and rms_norm on every dtype: rows of every length, the default eps and others,
 /// leading dims.
 pub fn norm_values(target: &Target) {
-    let mut coverage =
-        Coverage::new(target, "rows", "norm values").only("layer_norm").only("rms_norm").only("add_rms_norm");
+    let mut coverage = Coverage::new(target, "rows", "norm values")
+        .only("layer_norm")
+        .only("rms_norm")
+        .only("add_rms_norm")
+        .only("add_layer_norm");
     let mut draw = Draw::new(61);
     for (op, dtype) in target.entries("rows") {
-        if !matches!(op, "layer_norm" | "rms_norm" | "add_rms_norm") {
+        if !matches!(op, "layer_norm" | "rms_norm" | "add_rms_norm" | "add_layer_norm") {
             continue;
         }
         for (shape, eps) in LENGTHS.iter().map(|&n| (vec![if n > 1000 { 2 } else { 4 }, n], None)).chain([
@@ -287,9 +306,13 @@ pub fn norm_values(target: &Target) {
                 target.tensor(dtype, &[n as i64], &w),
                 target.tensor(dtype, &[n as i64], &b),
             ];
-            if op == "add_rms_norm" {
+            if op.starts_with("add_") {
                 let r = target.tensor(dtype, &shape, &cases::floats(&mut draw, dtype, count, -4.0, 4.0));
-                check_add_rms_norm(target, dtype, &format!("shape {shape:?}"), [&tensors[0], &r, &tensors[1]], eps);
+                let mut inputs = vec![&tensors[0], &r, &tensors[1]];
+                if op == "add_layer_norm" {
+                    inputs.push(&tensors[2]);
+                }
+                check_add_norm(target, op, dtype, &format!("shape {shape:?}"), &inputs, eps);
                 continue;
             }
             let k = if op == "layer_norm" { 3 } else { 2 };
@@ -352,7 +375,7 @@ pub fn rows_non_contiguous(target: &Target) {
                     }
                 }
             }
-            "add_rms_norm" => {
+            "add_rms_norm" | "add_layer_norm" => {
                 for (lx, lr) in [
                     (Layout::Transposed, Layout::Contiguous),
                     (Layout::Contiguous, Layout::Strided),
@@ -369,7 +392,18 @@ pub fn rows_non_contiguous(target: &Target) {
                         &cases::floats(&mut draw, dtype, 12, -2.0, 2.0),
                         poison,
                     );
-                    check_add_rms_norm(target, dtype, &format!("{lx:?} x, {lr:?} residual"), [&x, &r, &w], None);
+                    let (b, _) = target.view(
+                        dtype,
+                        &[12],
+                        Layout::Broadcast,
+                        &cases::floats(&mut draw, dtype, 12, -1.0, 1.0),
+                        poison,
+                    );
+                    let mut inputs = vec![&x, &r, &w];
+                    if op == "add_layer_norm" {
+                        inputs.push(&b);
+                    }
+                    check_add_norm(target, op, dtype, &format!("{lx:?} x, {lr:?} residual"), &inputs, None);
                 }
             }
             "layer_norm" | "rms_norm" => {
@@ -446,30 +480,44 @@ pub fn rows_edge_shapes(target: &Target) {
                 let x = target.tensor(dtype, &[], &floats(&mut draw, 1));
                 assert_refused(&target.what(op, dtype, "0-d"), target.run(op, dtype, &softmax_attrs(-1), &[&x]), &[op]);
             }
-            "add_rms_norm" => {
+            "add_rms_norm" | "add_layer_norm" => {
+                // the inputs after x and the residual: weight, and bias for add_layer_norm
+                let k = if op == "add_layer_norm" { 4 } else { 3 };
                 for shape in [&[0i64, 8][..], &[2, 0], &[3, 1], &[1]] {
                     let n = *shape.last().unwrap() as usize;
                     let count = cases::numel(shape);
-                    let (x, r, w) = (floats(&mut draw, count), floats(&mut draw, count), floats(&mut draw, n));
+                    let (x, r) = (floats(&mut draw, count), floats(&mut draw, count));
+                    let (w, b) = (floats(&mut draw, n), floats(&mut draw, n));
                     let t = [
                         target.tensor(dtype, shape, &x),
                         target.tensor(dtype, shape, &r),
                         target.tensor(dtype, &[n as i64], &w),
+                        target.tensor(dtype, &[n as i64], &b),
                     ];
-                    check_add_rms_norm(target, dtype, &format!("shape {shape:?}"), [&t[0], &t[1], &t[2]], Some(1e-3));
+                    let inputs: Vec<&Tensor> = t.iter().take(k).collect();
+                    check_add_norm(target, op, dtype, &format!("shape {shape:?}"), &inputs, Some(1e-3));
                 }
                 let x = target.tensor(dtype, &[2, 4], &floats(&mut draw, 8));
                 let short = target.tensor(dtype, &[2, 3], &floats(&mut draw, 6));
                 let w = target.tensor(dtype, &[4], &floats(&mut draw, 4));
+                let shorts: Vec<&Tensor> = [&x, &short].into_iter().chain(std::iter::repeat_n(&w, k - 2)).collect();
                 assert_refused(
                     &target.what(op, dtype, "a residual of another shape"),
-                    target.run(op, dtype, &Attrs::new(), &[&x, &short, &w]),
+                    target.run(op, dtype, &Attrs::new(), &shorts),
                     &[op, "residual"],
                 );
+                let count = format!("{k} inputs");
                 assert_refused(
-                    &target.what(op, dtype, "two inputs"),
+                    &target.what(op, dtype, "too few inputs"),
                     target.run(op, dtype, &Attrs::new(), &[&x, &w]),
-                    &[op, "3 inputs"],
+                    &[op, &count],
+                );
+                let narrow = target.tensor(dtype, &[3], &floats(&mut draw, 3));
+                let narrows: Vec<&Tensor> = [&x, &x].into_iter().chain(std::iter::repeat_n(&narrow, k - 2)).collect();
+                assert_refused(
+                    &target.what(op, dtype, "weight of 3 for rows of 4"),
+                    target.run(op, dtype, &Attrs::new(), &narrows),
+                    &[op, "weight"],
                 );
             }
             "layer_norm" | "rms_norm" => {
@@ -551,10 +599,16 @@ pub fn rows_capture_replay(target: &Target) {
                 let model = |t: &[Tensor]| target.run(op, dtype, &softmax_attrs(-1), &[&t[0]]);
                 assert_replay_matches(&what, &first, &fresh, &model);
             }
-            "add_rms_norm" => {
-                let w = floats(&[40]);
+            "add_rms_norm" | "add_layer_norm" => {
+                let (w, b) = (floats(&[40]), floats(&[40]));
                 let (first, fresh) = ([floats(&[7, 40]), floats(&[7, 40])], [floats(&[7, 40]), floats(&[7, 40])]);
-                let model = |t: &[Tensor]| target.run(op, dtype, &Attrs::new(), &[&t[0], &t[1], &w]);
+                let model = |t: &[Tensor]| {
+                    let mut inputs = vec![&t[0], &t[1], &w];
+                    if op == "add_layer_norm" {
+                        inputs.push(&b);
+                    }
+                    target.run(op, dtype, &Attrs::new(), &inputs)
+                };
                 assert_replay_matches(&what, &first, &fresh, &model);
             }
             "layer_norm" | "rms_norm" => {

@@ -1,12 +1,12 @@
-//! layer_norm, rms_norm and add_rms_norm on the host (`ops::spec::rows` says what they
-//! compute). add_rms_norm rounds the sum to the dtype first, as `add` does, and normalizes
-//! that rounded row as rms_norm would.
+//! layer_norm, rms_norm, add_rms_norm and add_layer_norm on the host (`ops::spec::rows` says
+//! what they compute). add_rms_norm and add_layer_norm round each row's sum to the dtype first,
+//! as `add` does, and normalize that rounded row as rms_norm or layer_norm would, in one pass.
 //! Statistics and the normalization are computed in float64, rounded once; the row sums in
 //! eight interleaved float64 lanes (vectorized; the order depends on the row's length only).
 
 use super::buffers::{read, with_simd, write};
 use super::math::{Real, Stored};
-use super::rows::par_rows;
+use super::rows::{par_row_pairs, par_rows};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
@@ -30,37 +30,73 @@ fn lanes_sum<T: Stored>(row: &[T], f: impl Fn(f64) -> f64) -> f64 {
     lanes.iter().sum::<f64>() + tail
 }
 
-/// Each row of `x` (rows of `weight.len()`) normalized into `out`: layer_norm's statistics
-/// when `layer`, else rms_norm's; `bias` added when given.
+/// One row of `input` normalized into `row` (both of `weight.len()`): layer_norm's statistics
+/// when `layer`, else rms_norm's; `bias` added when given. Inlined into the callers' SIMD
+/// functions, so its loops vectorize there.
+#[inline(always)]
+fn normalize_row<T: Stored>(layer: bool, eps: f64, input: &[T], weight: &[T], bias: Option<&[T]>, row: &mut [T]) {
+    let n = weight.len();
+    let mean = if layer { lanes_sum(input, |v| v) / n as f64 } else { 0.0 };
+    let square = lanes_sum(input, |v| (v - mean) * (v - mean)) / n as f64;
+    let scale = 1.0 / (square + eps).sqrt();
+    // every slice cut to n and the bias decided outside the loop: no bounds check or branch
+    // inside, so the loop vectorizes (it ran in scalar float64)
+    let (input, row) = (&input[..n], &mut row[..n]);
+    let scaled = |i: usize| (input[i].load().wide() - mean) * scale * weight[i].load().wide();
+    match bias {
+        Some(bias) => {
+            let bias = &bias[..n];
+            for i in 0..n {
+                row[i] = T::store(<T::Compute as Real>::of(scaled(i) + bias[i].load().wide()));
+            }
+        }
+        None => {
+            for (i, out) in row.iter_mut().enumerate() {
+                *out = T::store(<T::Compute as Real>::of(scaled(i)));
+            }
+        }
+    }
+}
+
+/// Each row of `x` (rows of `weight.len()`) normalized into `out` (see [`normalize_row`]).
 fn normalize<T: Stored>(layer: bool, eps: f64, x: &[T], weight: &[T], bias: Option<&[T]>, out: &mut [T]) {
     let n = weight.len();
     par_rows(out, n, |first, rows| {
-        // forced inline into with_simd's AVX2 function, so the row loops vectorize there
         with_simd(
             #[inline(always)]
             || {
                 for (k, row) in rows.chunks_mut(n).enumerate() {
-                    let input = &x[(first + k) * n..(first + k + 1) * n];
-                    let mean = if layer { lanes_sum(input, |v| v) / n as f64 } else { 0.0 };
-                    let square = lanes_sum(input, |v| (v - mean) * (v - mean)) / n as f64;
-                    let scale = 1.0 / (square + eps).sqrt();
-                    // every slice cut to n and the bias decided outside the loop: no bounds check
-                    // or branch inside, so the loop vectorizes (it ran in scalar float64)
-                    let (row, weight) = (&mut row[..n], &weight[..n]);
-                    let scaled = |i: usize| (input[i].load().wide() - mean) * scale * weight[i].load().wide();
-                    match bias {
-                        Some(bias) => {
-                            let bias = &bias[..n];
-                            for i in 0..n {
-                                row[i] = T::store(<T::Compute as Real>::of(scaled(i) + bias[i].load().wide()));
-                            }
-                        }
-                        None => {
-                            for i in 0..n {
-                                row[i] = T::store(<T::Compute as Real>::of(scaled(i)));
-                            }
-                        }
+                    normalize_row(layer, eps, &x[(first + k) * n..(first + k + 1) * n], weight, bias, row);
+                }
+            },
+        )
+    });
+}
+
+/// add_rms_norm and add_layer_norm: each row of `x + residual` rounded as `add` rounds it
+/// into `sums`, then normalized from there into `out` while the row is in cache (one pass
+/// over memory; the same values as [`normalize`] of the finished sums).
+fn add_normalize<T: Stored>(
+    layer: bool,
+    eps: f64,
+    (x, residual): (&[T], &[T]),
+    weight: &[T],
+    bias: Option<&[T]>,
+    sums: &mut [T],
+    out: &mut [T],
+) {
+    let n = weight.len();
+    par_row_pairs(sums, out, n, |first, sums, rows| {
+        with_simd(
+            #[inline(always)]
+            || {
+                for (k, (sum, row)) in sums.chunks_mut(n).zip(rows.chunks_mut(n)).enumerate() {
+                    let at = (first + k) * n;
+                    let (a, b, sum) = (&x[at..at + n], &residual[at..at + n], &mut sum[..n]);
+                    for i in 0..n {
+                        sum[i] = T::store(<T::Compute as Real>::of(a[i].load().wide() + b[i].load().wide()));
                     }
+                    normalize_row(layer, eps, sum, weight, bias, row);
                 }
             },
         )
@@ -70,16 +106,14 @@ fn normalize<T: Stored>(layer: bool, eps: f64, x: &[T], weight: &[T], bias: Opti
 fn run<T: Stored>(spec: &Norm, launch: &Launch<'_>) -> Result<()> {
     let x = read::<T>(&launch.inputs[0])?;
     if spec.residual {
-        // add_rms_norm: the sums rounded as `add` rounds them (outputs[0]), then rms_norm of them
+        // (x, residual, weight[, bias]) → (the sums rounded as `add` rounds them, their norm)
         let residual = read::<T>(&launch.inputs[1])?;
         let weight = read::<T>(&launch.inputs[2])?;
+        let bias = if spec.layer { Some(read::<T>(&launch.inputs[3])?) } else { None };
         // SAFETY: the outputs are this launch's own buffers.
         let sums = unsafe { write::<T>(&launch.outputs[0])? };
         let normed = unsafe { write::<T>(&launch.outputs[1])? };
-        for ((s, a), b) in sums.iter_mut().zip(x.iter()).zip(residual.iter()) {
-            *s = T::store(<T::Compute as Real>::of(a.load().wide() + b.load().wide()));
-        }
-        normalize(false, spec.eps, sums, &weight, None, normed);
+        add_normalize(spec.layer, spec.eps, (&x, &residual), &weight, bias.as_deref(), sums, normed);
         return Ok(());
     }
     let weight = read::<T>(&launch.inputs[1])?;
@@ -100,11 +134,11 @@ fn launch(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     }
 }
 
-/// Registers layer_norm and rms_norm on the floats.
+/// Registers layer_norm, rms_norm, add_rms_norm and add_layer_norm on the floats.
 pub fn register(table: &mut LaunchTable) {
-    table.register("layer_norm", &crate::ops::spec::REALS, launch);
-    table.register("rms_norm", &crate::ops::spec::REALS, launch);
-    table.register("add_rms_norm", &crate::ops::spec::REALS, launch);
+    for op in ["layer_norm", "rms_norm", "add_rms_norm", "add_layer_norm"] {
+        table.register(op, &crate::ops::spec::REALS, launch);
+    }
 }
 
 #[cfg(test)]
@@ -121,7 +155,7 @@ mod tests {
         let y = call("layer_norm", &Attrs::new(), &[&x, &w, &b]).unwrap().remove(0).to_vec::<f64>().unwrap();
         // mean 2.5, variance 1.25
         let s = 1.0 / (1.25f64 + 1e-5).sqrt();
-        let want = [-1.5 * s, -1.0 * s, 0.5 * s, 1.5 * s + 10.0];
+        let want = [-1.5 * s, -s, 0.5 * s, 1.5 * s + 10.0];
         assert!(y.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{y:?}");
         let r = call("rms_norm", &Attrs::new(), &[&x, &w]).unwrap().remove(0).to_vec::<f64>().unwrap();
         let s = 1.0 / (7.5f64 + 1e-6).sqrt();

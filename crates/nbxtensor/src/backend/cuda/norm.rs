@@ -1,8 +1,8 @@
-//! layer_norm, rms_norm and add_rms_norm on the GPU (`kernels/norm.cu`), over the last dim,
-//! with the CPU kernel's semantics (`backend/cpu/norm.rs`: weight and bias of the last dim's
-//! extent, the attribute `eps`; add_rms_norm's sum rounded as `add` rounds it and normalized
-//! in rms_norm's pattern, so both outputs are bit for bit those of `add` then `rms_norm`), on
-//! float32, float16 and bfloat16. Contiguous rows that fit in registers
+//! layer_norm, rms_norm, add_rms_norm and add_layer_norm on the GPU (`kernels/norm.cu`), over
+//! the last dim, with the CPU kernel's semantics (`backend/cpu/norm.rs`: weight and bias of the
+//! last dim's extent, the attribute `eps`; the residual ops' sum rounded as `add` rounds it and
+//! normalized in rms_norm's or layer_norm's pattern, so both outputs are bit for bit those of
+//! `add` then the norm), on float32, float16 and bfloat16. Contiguous rows that fit in registers
 //! take one pass (16-byte accesses where aligned; a few rows, as a decode step's, spread over
 //! up to 512 threads each); other layouts and longer rows read the row once per statistic.
 
@@ -24,14 +24,16 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let op = spec.name();
     let (layer, add) = (spec.layer, spec.residual);
     let x = &launch.inputs[0];
-    // add_rms_norm: (x, residual, weight) → (sum, normed); the others (x, weight[, bias]) → y
+    // add_rms_norm and add_layer_norm: (x, residual, weight[, bias]) → (sum, normed); the
+    // others (x, weight[, bias]) → y
     let (residual, weight) = match add {
         true => (&launch.inputs[1], &launch.inputs[2]),
         false => (x, &launch.inputs[1]),
     };
+    let bias_input = if add { 3 } else { 2 };
     let y = launch.outputs.last().ok_or_else(|| KernelError::Invalid(format!("{op}: no output")))?;
     // a pointer the kernel never reads or writes (no bias, no residual, no sum) is null
-    let bias = if layer { device_ptr(&launch.inputs[2]) } else { 0 };
+    let bias = if layer { device_ptr(&launch.inputs[bias_input]) } else { 0 };
     let (r, sum) = if add { (device_ptr(residual), device_ptr(&launch.outputs[0])) } else { (0, 0) };
     if y.numel() == 0 {
         return Ok(());
@@ -44,7 +46,7 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let device = y.device();
     let mut args = Args::new();
     let unit = |t: &crate::tensor::Tensor| t.strides().last() == Some(&1) || n == 1;
-    let unit_bias = !layer || unit(&launch.inputs[2]);
+    let unit_bias = !layer || unit(&launch.inputs[bias_input]);
     if x.is_contiguous() && residual.is_contiguous() && unit(weight) && unit_bias {
         let pointers = [device_ptr(x), r, device_ptr(weight), bias, sum, device_ptr(y), n as u64 * itemsize as u64];
         let vector = aligned16(&pointers);
@@ -67,7 +69,7 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     args.ptr(x.storage().as_ptr() as u64).value(&rows_of(x)?).i64(stride(x));
     let r_base = if add { residual.storage().as_ptr() as u64 } else { 0 };
     args.ptr(r_base).value(&rows_of(residual)?).i64(stride(residual));
-    let bias_stride = if layer { stride(&launch.inputs[2]) } else { 0 };
+    let bias_stride = if layer { stride(&launch.inputs[bias_input]) } else { 0 };
     args.ptr(device_ptr(weight)).i64(stride(weight)).ptr(bias).i64(bias_stride);
     let group = if n <= WARP_ROW { 32 } else { THREADS };
     args.ptr(sum).ptr(device_ptr(y)).i64(rows).i64(n).f32(eps).i32(group as i32);
@@ -76,9 +78,10 @@ fn run(spec: &Norm, launch: Launch<'_>) -> Result<()> {
     f.launch([blocks, 1, 1], [THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers layer_norm, rms_norm and add_rms_norm on float32, float16 and bfloat16.
+/// Registers layer_norm, rms_norm, add_rms_norm and add_layer_norm on float32, float16 and
+/// bfloat16.
 pub fn register_all(table: &mut LaunchTable) {
-    register(table, "layer_norm", &FLOATS, run);
-    register(table, "rms_norm", &FLOATS, run);
-    register(table, "add_rms_norm", &FLOATS, run);
+    for op in ["layer_norm", "rms_norm", "add_rms_norm", "add_layer_norm"] {
+        register(table, op, &FLOATS, run);
+    }
 }

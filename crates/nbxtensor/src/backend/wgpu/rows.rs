@@ -1,5 +1,5 @@
 //! The row ops of transformers on a wgpu device (`ops::spec::rows`): softmax and log_softmax
-//! along an axis, layer_norm, rms_norm and add_rms_norm over the last dim — a workgroup per
+//! along an axis, layer_norm, rms_norm, add_rms_norm and add_layer_norm over the last dim — a workgroup per
 //! row, its statistics reduced in workgroup memory in a fixed order — and rope, an invocation
 //! per rotated pair. Inputs are read contiguous (the op call copies another layout first);
 //! float32, float16 and bfloat16, computed in float32. Float32 rows of 1024 to 4096 elements on
@@ -115,8 +115,8 @@ fn softmax_source(spec: &Softmax, e: Elem, cached: bool) -> String {
 fn norm_source(spec: &Norm, e: Elem, cached: bool) -> String {
     let w = e.width;
     let mut text = head();
-    // the element a norm reads: x, or for add_rms_norm the sum rounded to the dtype as `add`
-    // rounds it (bit for bit what `add` then `rms_norm` read)
+    // the element a norm reads: x, or for the add_ ops the sum rounded to the dtype as `add`
+    // rounds it (bit for bit what `add` then the norm read)
     let load = if spec.residual {
         e.decoded(&e.encoded(&format!("ld_x(xb + {{i}} * {w}u) + ld_r(rb + {{i}} * {w}u)")))
     } else {
@@ -139,20 +139,26 @@ fn norm_source(spec: &Norm, e: Elem, cached: bool) -> String {
     } else {
         format!("{{v}} * scale * ld_w(p[4] + {{i}} * {w}u)")
     };
-    text += &wgsl::input(0, "x", e);
-    let (sums, slot) = match (spec.layer, spec.residual) {
-        (true, _) => {
-            text += &(wgsl::input(1, "w", e) + &wgsl::input(2, "b", e));
-            (String::new(), 3)
-        }
-        (false, false) => {
-            text += &wgsl::input(1, "w", e);
-            (String::new(), 2)
-        }
-        (false, true) => {
-            text += &(wgsl::input(1, "r", e) + &wgsl::input(2, "w", e) + &wgsl::output(3, "sum", e));
-            (format!("st_sum(sb + {{i}} * {w}u, {{v}});\n        "), 4)
-        }
+    // the bindings in the launch's order: x, [residual,] weight, [bias,] [sum,] y
+    let mut names = vec!["x"];
+    if spec.residual {
+        names.push("r");
+    }
+    names.push("w");
+    if spec.layer {
+        names.push("b");
+    }
+    let mut slot = 0;
+    for name in names {
+        text += &wgsl::input(slot, name, e);
+        slot += 1;
+    }
+    let sums = if spec.residual {
+        text += &wgsl::output(slot, "sum", e);
+        slot += 1;
+        format!("st_sum(sb + {{i}} * {w}u, {{v}});\n        ")
+    } else {
+        String::new()
     };
     text += &wgsl::output(slot, "y", e);
     text += &wgsl::params(slot + 1);
@@ -250,7 +256,7 @@ fn softmax_vector_source(spec: &Softmax, e: Elem, count: u32) -> String {
     )
 }
 
-/// layer_norm, rms_norm and add_rms_norm in the vector form (see [`vectors`]): the statistics
+/// layer_norm, rms_norm, add_rms_norm and add_layer_norm in the vector form (see [`vectors`]): the statistics
 /// and values as the general form computes them.
 fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
     let registers = 4 * count;
@@ -281,23 +287,22 @@ fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
     } else {
         format!("c{{j}} * scale * {}", weight("{k}", "{lane}", "w", "p[4]"))
     };
-    let slot = match (spec.layer, spec.residual) {
-        (true, _) => {
-            text += &(vector_binding(0, "x") + &vector_binding(1, "w") + &vector_binding(2, "b"));
-            3
-        }
-        (false, false) => {
-            text += &(vector_binding(0, "x") + &vector_binding(1, "w"));
-            2
-        }
-        (false, true) => {
-            text += &(vector_binding(0, "x")
-                + &vector_binding(1, "r")
-                + &vector_binding(2, "w")
-                + &vector_binding(3, "sum"));
-            4
-        }
-    };
+    // the bindings in the launch's order: x, [residual,] weight, [bias,] [sum,] y
+    let mut names = vec!["x"];
+    if spec.residual {
+        names.push("r");
+    }
+    names.push("w");
+    if spec.layer {
+        names.push("b");
+    }
+    if spec.residual {
+        names.push("sum");
+    }
+    for (slot, name) in names.iter().enumerate() {
+        text += &vector_binding(slot as u32, name);
+    }
+    let slot = names.len() as u32;
     text += &vector_binding(slot, "y");
     text += &wgsl::params(slot + 1);
     let cache = vector_cache(e, count, &inputs, &value);
@@ -356,18 +361,17 @@ fn norm(gpu: &Gpu, spec: &Norm, launch: Launch<'_>) -> Result<()> {
     let n = wgsl::count(name, n)?;
     let cached = n <= THREADS * CACHED;
     let kernel = format!("{name}_{}{}", spec.dtype.launch_key(), if cached { "_cached" } else { "" });
-    // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps
-    let (params, order): (Vec<u32>, Vec<usize>) = match (spec.layer, spec.residual) {
-        (true, _) => {
-            (vec![rows, n, bound[0].base, 0, bound[1].base, bound[2].base, bound[3].base, 0, eps], vec![0, 1, 2, 3])
-        }
-        (false, false) => (vec![rows, n, bound[0].base, 0, bound[1].base, 0, bound[2].base, 0, eps], vec![0, 1, 2]),
-        (false, true) => (
-            vec![rows, n, bound[0].base, bound[1].base, bound[2].base, 0, bound[4].base, bound[3].base, eps],
-            vec![0, 1, 2, 3, 4],
-        ),
-    };
-    let operands: Vec<_> = order.iter().map(|&i| &bound[i]).collect();
+    // p: rows, n, x base, residual base, weight base, bias base, y base, sums base, eps; the
+    // operands bound in the launch's order (x, [residual,] weight, [bias,] [sum,] y)
+    let mut at = bound.iter().map(|b| b.base);
+    let mut next = || at.next().unwrap_or(0);
+    let x_base = next();
+    let r_base = if spec.residual { next() } else { 0 };
+    let w_base = next();
+    let b_base = if spec.layer { next() } else { 0 };
+    let s_base = if spec.residual { next() } else { 0 };
+    let params = vec![rows, n, x_base, r_base, w_base, b_base, next(), s_base, eps];
+    let operands: Vec<_> = bound.iter().collect();
     let bases: Vec<u32> = bound.iter().map(|b| b.base).collect();
     let pipeline = match vectors(e, n, &bases) {
         Some(count) => {
@@ -441,7 +445,7 @@ pub fn register_all(table: &mut LaunchTable) {
         register(table, op, &FLOATS, softmax);
         table.reads_only(op, &FLOATS, contiguous_only::<Softmax>);
     }
-    for op in ["layer_norm", "rms_norm", "add_rms_norm"] {
+    for op in ["layer_norm", "rms_norm", "add_rms_norm", "add_layer_norm"] {
         register(table, op, &FLOATS, norm);
         table.reads_only(op, &FLOATS, contiguous_only::<Norm>);
     }

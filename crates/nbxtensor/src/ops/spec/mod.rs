@@ -21,7 +21,7 @@
 //! | [`create`] | iota |
 //! | [`scan`] | cumulative_sum, cumulative_prod |
 //! | [`sort`] | sort, argsort, searchsorted |
-//! | [`rows`] | softmax, log_softmax, layer_norm, rms_norm, rope |
+//! | [`rows`] | softmax, log_softmax, layer_norm, rms_norm, add_rms_norm, add_layer_norm, rope |
 //! | [`matmul`] | matmul, linear |
 //! | [`attention`] | sdpa |
 //! | [`decode`] | decode_attention, kv_cache_write |

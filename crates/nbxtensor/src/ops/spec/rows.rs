@@ -10,6 +10,9 @@
 //!   `x + residual` (of one shape, rounded to the dtype as `add` rounds it) and `rms_norm` of
 //!   that rounded sum, two outputs from one pass (a decoder layer's residual add and the next
 //!   norm): bit for bit what `add` then `rms_norm` give on the same backend;
+//!   `add_layer_norm(x, residual, weight, bias)` (`eps`, default 1e-5): likewise the rounded
+//!   sum and `layer_norm` of it (an encoder layer's residual add and its norm), bit for bit
+//!   what `add` then `layer_norm` give on the same backend;
 //! - `rope(x, cos, sin)` (`interleaved`, default false): the rotary position embedding of
 //!   `x [..., heads, seq, head_dim]` by `cos` and `sin [seq, head_dim / 2]` of x's dtype, row
 //!   `p` holding the angles of position `p`; each pair `(x1, x2)` becomes
@@ -85,12 +88,12 @@ impl Spec for Softmax {
     }
 }
 
-/// `layer_norm`, `rms_norm` or `add_rms_norm` over the last dim.
+/// `layer_norm`, `rms_norm`, `add_rms_norm` or `add_layer_norm` over the last dim.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Norm {
-    /// layer_norm (true) or rms_norm.
+    /// layer_norm's statistics and bias (true) or rms_norm's.
     pub layer: bool,
-    /// add_rms_norm: a residual added first, the sum an output too (rms only).
+    /// add_rms_norm or add_layer_norm: a residual added first, the sum an output too.
     pub residual: bool,
     /// The dtype.
     pub dtype: DType,
@@ -114,6 +117,11 @@ impl Norm {
         Norm { layer: false, residual: true, dtype, eps }.checked()
     }
 
+    /// `add_layer_norm` of `dtype`; an eps that is negative or not finite is refused.
+    pub fn layer_with_residual(dtype: DType, eps: f64) -> Result<Norm> {
+        Norm { layer: true, residual: true, dtype, eps }.checked()
+    }
+
     /// The norm, its dtype and eps checked, refused naming the op.
     fn checked(self) -> Result<Norm> {
         let name = self.name();
@@ -127,9 +135,10 @@ impl Norm {
     /// The op's name.
     pub fn name(&self) -> &'static str {
         match (self.layer, self.residual) {
-            (true, _) => "layer_norm",
+            (true, false) => "layer_norm",
             (false, false) => "rms_norm",
             (false, true) => "add_rms_norm",
+            (true, true) => "add_layer_norm",
         }
     }
 }
@@ -150,9 +159,10 @@ impl Spec for Norm {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let name = self.name();
         let (wanted, roles) = match (self.layer, self.residual) {
-            (true, _) => (3, "x, weight, bias"),
+            (true, false) => (3, "x, weight, bias"),
             (false, false) => (2, "x, weight"),
             (false, true) => (3, "x, residual, weight"),
+            (true, true) => (4, "x, residual, weight, bias"),
         };
         if inputs.len() != wanted {
             return Err(KernelError::Invalid(format!("{name}: takes {wanted} inputs ({roles}), got {}", inputs.len())));
@@ -182,8 +192,9 @@ impl Spec for Norm {
             }
         }
         let read = crate::kernel::total_bytes(inputs)?;
-        // per element: statistics (2 or 3), normalize, scale (and shift, or the residual's add)
-        let per_element = if self.layer || self.residual { 7 } else { 5 };
+        // per element: statistics (2 or 3), normalize, scale, then the shift and the
+        // residual's add where they are
+        let per_element = 5 + 2 * u64::from(self.layer) + 2 * u64::from(self.residual);
         let outputs = vec![x.clone(); if self.residual { 2 } else { 1 }];
         Cost::simple(outputs, read, x.numel()?.saturating_mul(per_element))
     }
@@ -278,10 +289,11 @@ fn bind_softmax(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<d
 
 fn bind_norm(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only(name, &["eps"])?;
-    let layer = name == "layer_norm";
+    let layer = matches!(name, "layer_norm" | "add_layer_norm");
     let eps = attrs.float(name, "eps", Some(if layer { Norm::LAYER_EPS } else { Norm::RMS_EPS }))?;
     match name {
         "add_rms_norm" => Ok(Arc::new(Norm::with_residual(dtype, eps)?)),
+        "add_layer_norm" => Ok(Arc::new(Norm::layer_with_residual(dtype, eps)?)),
         _ => Ok(Arc::new(Norm::new(layer, dtype, eps)?)),
     }
 }
@@ -341,6 +353,16 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         summary: "x + residual, and rms_norm of that sum with weight over the last dim (two outputs)",
         inputs: &["x", "residual", "weight"],
         attrs: RMS_EPS,
+        dtypes: |_| &REALS,
+        bind: bind_norm,
+        follows_policy: true,
+    });
+    ops.push(OpDef {
+        name: "add_layer_norm",
+        family: "rows",
+        summary: "x + residual, and layer_norm of that sum with weight and bias over the last dim (two outputs)",
+        inputs: &["x", "residual", "weight", "bias"],
+        attrs: LAYER_EPS,
         dtypes: |_| &REALS,
         bind: bind_norm,
         follows_policy: true,

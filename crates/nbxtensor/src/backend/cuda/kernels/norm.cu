@@ -1,17 +1,18 @@
-// layer_norm(x, weight, bias), rms_norm(x, weight) and add_rms_norm(x, residual, weight) over
-// the last dim (backend/cpu/norm.rs's semantics), on float32, float16 and bfloat16, computed in
-// float32:
+// layer_norm(x, weight, bias), rms_norm(x, weight), add_rms_norm(x, residual, weight) and
+// add_layer_norm(x, residual, weight, bias) over the last dim (backend/cpu/norm.rs's
+// semantics), on float32, float16 and bfloat16, computed in float32:
 //   layer_norm: (x - mean) / sqrt(var + eps) * weight + bias   (the biased variance)
 //   rms_norm:   x / sqrt(mean(x²) + eps) * weight
 //   add_rms_norm: sum = x + residual rounded to the dtype (stored: the first output), then
 //               rms_norm of those rounded sums (the second), in rms_norm's pattern exactly, so
 //               the two outputs are bit for bit add's and rms_norm's
+//   add_layer_norm: the same sum, then layer_norm of it in layer_norm's pattern exactly
 // The statistics are exact two-pass ones (the mean first, then the squares about it), each a
 // reduction in a fixed pattern (butterflies, then warps in order): results never depend on
 // timing.
 //
-// Functions (op: layer_norm, rms_norm or add_rms_norm; only layer_norm reads b, only
-// add_rms_norm reads r and writes sum: the others are passed null there):
+// Functions (op: layer_norm, rms_norm, add_rms_norm or add_layer_norm; only the layer norms
+// read b, only the add_ ops read r and write sum: the others are passed null there):
 //   norm_<op>_<dt>_<CH>[_vec](const T* x, const T* r, const T* w, const T* b, T* sum, T* y,
 //                             i64 rows, i64 n, float eps, int group, int early)
 //     contiguous rows (and weights) held in registers, one pass over memory: `group` threads
@@ -22,8 +23,8 @@
 //                         i64 r_stride, const T* w, i64 w_stride, const T* b, i64 b_stride,
 //                         T* sum, T* y, i64 rows, i64 n, float eps, int group)
 //     any layout and length: `rows_at` addresses each row's first element, x_stride steps
-//     along it; the statistics read the row from memory again for each pass (add_rms_norm's
-//     passes read the sums it wrote, each thread the elements it wrote itself).
+//     along it; the statistics read the row from memory again for each pass (the add_ ops'
+//     passes read the sums they wrote, each thread the elements it wrote itself).
 
 // The sum over the `group` threads of a row (whole warps; every thread of the block calls
 // it); `scratch` holds a float per warp of the block. Every thread gets the same value.
@@ -216,11 +217,13 @@ __device__ void norm_looped(const typename S::T* x, const Layout& rows_at, i64 x
 // The register bound of the one-pass kernels: blocks of up to 512 threads; the 16-bit kernels
 // of four 16-byte chunks a thread (rows of 4096) are held to what they fit without spilling
 // (rms_norm 40 registers, layer_norm 48), so that 12 (10) blocks of 128 are in flight on a
-// multiprocessor, not 8.
+// multiprocessor, not 8; the add_ ops hold the residual's chunk and the sum's address besides
+// (add_rms_norm 48, add_layer_norm 56).
 #define NBX_ROW_BOUND __launch_bounds__(512)
 #define NBX_ROW_BOUND_16BIT_4_rms_norm __maxnreg__(40)
 #define NBX_ROW_BOUND_16BIT_4_layer_norm __maxnreg__(48)
 #define NBX_ROW_BOUND_16BIT_4_add_rms_norm __maxnreg__(48)
+#define NBX_ROW_BOUND_16BIT_4_add_layer_norm __maxnreg__(56)
 
 NBX_NORM(layer_norm, true, false, fp32, F32, NBX_VECS_4)
 NBX_NORM(layer_norm, true, false, fp16, F16, NBX_VECS_8)
@@ -231,3 +234,6 @@ NBX_NORM(rms_norm, false, false, bf16, BF16, NBX_VECS_8)
 NBX_NORM(add_rms_norm, false, true, fp32, F32, NBX_VECS_4)
 NBX_NORM(add_rms_norm, false, true, fp16, F16, NBX_VECS_8)
 NBX_NORM(add_rms_norm, false, true, bf16, BF16, NBX_VECS_8)
+NBX_NORM(add_layer_norm, true, true, fp32, F32, NBX_VECS_4)
+NBX_NORM(add_layer_norm, true, true, fp16, F16, NBX_VECS_8)
+NBX_NORM(add_layer_norm, true, true, bf16, BF16, NBX_VECS_8)
