@@ -18,6 +18,20 @@ use crate::tensor::Tensor;
 /// Invocations of a row's workgroup.
 const THREADS: u32 = 256;
 
+/// A norm kernel's input bindings in the launch's order: x, [residual,] weight, [bias] (the
+/// outputs follow: [sum,] y).
+fn norm_inputs(spec: &Norm) -> Vec<&'static str> {
+    let mut names = vec!["x"];
+    if spec.residual {
+        names.push("r");
+    }
+    names.push("w");
+    if spec.layer {
+        names.push("b");
+    }
+    names
+}
+
 /// The workgroup reductions a row kernel uses: the sum, and the largest value with NaN ignored
 /// (the host's `if v > m`).
 fn reductions() -> String {
@@ -139,17 +153,8 @@ fn norm_source(spec: &Norm, e: Elem, cached: bool) -> String {
     } else {
         format!("{{v}} * scale * ld_w(p[4] + {{i}} * {w}u)")
     };
-    // the bindings in the launch's order: x, [residual,] weight, [bias,] [sum,] y
-    let mut names = vec!["x"];
-    if spec.residual {
-        names.push("r");
-    }
-    names.push("w");
-    if spec.layer {
-        names.push("b");
-    }
     let mut slot = 0;
-    for name in names {
+    for name in norm_inputs(spec) {
         text += &wgsl::input(slot, name, e);
         slot += 1;
     }
@@ -287,15 +292,7 @@ fn norm_vector_source(spec: &Norm, e: Elem, count: u32) -> String {
     } else {
         format!("c{{j}} * scale * {}", weight("{k}", "{lane}", "w", "p[4]"))
     };
-    // the bindings in the launch's order: x, [residual,] weight, [bias,] [sum,] y
-    let mut names = vec!["x"];
-    if spec.residual {
-        names.push("r");
-    }
-    names.push("w");
-    if spec.layer {
-        names.push("b");
-    }
+    let mut names = norm_inputs(spec);
     if spec.residual {
         names.push("sum");
     }
