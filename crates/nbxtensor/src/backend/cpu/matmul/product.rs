@@ -197,7 +197,7 @@ unsafe fn faer_product<T: Real>(
 /// float32 and float64: the products [`float_product`] serves.
 pub trait Real: Entry + faer::traits::RealField + From<f32> {
     /// Runs the product through [`super::rows_dot`] where it serves the element type, the
-    /// layout and the size (float32, 4 to 32 rows of `a` and `b`'s columns rows of a transposed
+    /// layout and the size (float32, 4 to `rows_dot::MAX_ROWS` rows of `a` and `b`'s columns rows of a transposed
     /// weight, both contiguous in depth, AVX-512); says whether it did.
     ///
     /// # Safety
