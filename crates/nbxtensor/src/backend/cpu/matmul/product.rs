@@ -159,7 +159,8 @@ pub trait Entry: Copy + Send + Sync + 'static {
     );
 }
 
-/// Columns of a panel of that split (a multiple of every microkernel's width).
+/// Columns of a panel when a pooled product splits its columns among the threads (the tiling
+/// table's `host_product_column_split_work`): a multiple of every microkernel's width.
 const COLUMN_PANEL: usize = 48;
 
 /// A destination pointer shared by the tasks of one product, each writing its own columns.
@@ -197,8 +198,8 @@ unsafe fn faer_product<T: Real>(
 /// float32 and float64: the products [`float_product`] serves.
 pub trait Real: Entry + faer::traits::RealField + From<f32> {
     /// Runs the product through [`super::rows_dot`] where it serves the element type, the
-    /// layout and the size (float32, 4 to `rows_dot::MAX_ROWS` rows of `a` and `b`'s columns rows of a transposed
-    /// weight, both contiguous in depth, AVX-512); says whether it did.
+    /// layout and the size (float32, 4 to `rows_dot::MAX_ROWS` rows of `a` and `b`'s columns
+    /// rows of a transposed weight, both contiguous in depth, AVX-512); says whether it did.
     ///
     /// # Safety
     /// As [`float_product`].
