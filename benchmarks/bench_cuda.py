@@ -9,13 +9,17 @@ kernels, eager against CUDA-graph replay (and torch's eager neg as a peer); deco
 (one query, 32 query heads over 8 cache heads, d 128, bf16) over caches of 1K to 128K rows against
 torch's default scaled_dot_product_attention and each of its backends that takes the case; and
 (``--only gemv``) bf16 ``linear`` of 1 and 4 rows at a Llama-3-8B decode step's shapes, a chain of
-products over weights together past L2, nbxtensor's program replay against torch's CUDA graph. Each timing is the median of `--repeats` runs of
+products over weights together past L2, nbxtensor's program replay against torch's CUDA graph; and
+(``--only int4``) ``matmul_int4`` of 1, 16 and 64 bf16 rows at the int4 issue's three shapes, a
+chain over packed weights together past L2, against torch's bf16 ``F.linear`` CUDA graph over
+the same shapes, with the packed bytes' bandwidth against the copy's. Each timing is the median of `--repeats` runs of
 `--inner` back-to-back launches, after a warm-up, bracketed by a device synchronisation.
 torch is a reference peer only: this script imports it; the library never does.
 
     python3 benchmarks/bench_cuda.py --repeats 7
     python3 benchmarks/bench_cuda.py --repeats 7 --only decode   # the copy bandwidth and decode rows
     python3 benchmarks/bench_cuda.py --repeats 5 --only gemv     # the copy bandwidth and GEMV rows
+    python3 benchmarks/bench_cuda.py --repeats 5 --only int4     # the copy bandwidth and int4 rows
 """
 
 import argparse
@@ -258,16 +262,7 @@ def gemv_rows(repeats, copy_bw, rows_of_x=(1, 4)):
 
             traced = program.trace(model, tx)
             replay = traced.executable().capture(tx)
-            graph = torch.cuda.CUDAGraph()
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for w in weights:
-                    torch.nn.functional.linear(x, w)
-            torch.cuda.current_stream().wait_stream(stream)
-            with torch.cuda.graph(graph):
-                for w in weights:
-                    y = torch.nn.functional.linear(x, w)
+            graph = torch_graph_of(lambda: [torch.nn.functional.linear(x, w) for w in weights])
             mine = timed(lambda: replay.run(tx), ours_sync, repeats, 5) / count
             theirs = timed(graph.replay, torch_sync, repeats, 5) / count
             eager = timed(lambda: [torch.nn.functional.linear(x, w) for w in weights], torch_sync, repeats, 5) / count
@@ -276,8 +271,70 @@ def gemv_rows(repeats, copy_bw, rows_of_x=(1, 4)):
                     f"{moved / theirs / copy_bw:.0%}; torch eager {eager * 1e6:.1f} us; {count} weights, "
                     f"{len(traced)} launches")
             rows.append((f"linear m={m} {name}", mine, theirs, note))
-            del y
         del weights, ours
+    return rows
+
+
+# the int4 products measured: (out features N, in features K)
+INT4_SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336)]
+
+
+def torch_graph_of(fn):
+    """``fn`` captured in a torch CUDA graph (after a warm-up on a side stream)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
+
+
+def dequantized(pack, n, k):
+    """The float32 ``[n, k]`` weight of a packed int4-g128 triple (low nibble first)."""
+    codes, scales, minima = (torch.from_dlpack(t) for t in pack)
+    w = torch.stack([codes & 15, codes >> 4], dim=-1).reshape(n, k // 128, 128).float()
+    return (w * scales.float()[..., None] + minima.float()[..., None]).reshape(n, k)
+
+
+def int4_rows(repeats, copy_bw, rows_of_x=(1, 16, 64)):
+    """``matmul_int4`` of m bf16 rows over a chain of packed weights (together past L2, so each
+    is read from memory), captured and replayed, time per product; against torch's bf16
+    ``F.linear`` of the same shape in a CUDA graph over bf16 weights past L2. The note gives the
+    packed bytes (codes, scales, minima) over our time against the copy bandwidth."""
+    F = torch.nn.functional
+    rows = []
+    for n, k in INT4_SHAPES:
+        packed_bytes = n * k // 2 + 2 * 2 * n * (k // 128)
+        count = max(4, -(-(512 << 20) // packed_bytes))
+        # packed once on the CPU (the CUDA backend packs no weights), then copied: distinct
+        # buffers of the same codes, read from memory each
+        packed = ops.pack_int4(nbx.from_dlpack(torch.randn(n, k, dtype=torch.bfloat16) / 64))
+        packs = [tuple(t.to("cuda") for t in packed) for _ in range(count)]
+        count_t = max(4, -(-(512 << 20) // (n * k * 2)))
+        weights = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / 64 for _ in range(count_t)]
+        for m in rows_of_x:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            tx = nbx.from_dlpack(x)
+
+            def model(t):
+                return [ops.matmul_int4(t, *p) for p in packs][-1]
+
+            traced = program.trace(model, tx)
+            replay = traced.executable().capture(tx)
+            got = torch.from_dlpack(replay.run(tx)[0]).float()
+            want = F.linear(x.float(), dequantized(packs[-1], n, k))
+            graph = torch_graph_of(lambda: [F.linear(x, w) for w in weights])
+            mine = timed(lambda: replay.run(tx), ours_sync, repeats, 5) / count
+            theirs = timed(graph.replay, torch_sync, repeats, 5) / count_t
+            note = (f"{packed_bytes / mine / 1e12:.2f} TB/s = {packed_bytes / mine / copy_bw:.0%} of copy over the "
+                    f"packed bytes; torch bf16 {n * k * 2 / theirs / copy_bw:.0%} of copy over its weight; "
+                    f"{count} packed weights; max |err| {(got - want).abs().max().item():.1e} "
+                    f"(|want| ≤ {want.abs().max().item():.1e})")
+            rows.append((f"int4 m={m} {n}x{k}", mine, theirs, note))
+        del packs, weights
     return rows
 
 
@@ -326,7 +383,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--numel", type=int, default=1 << 28, help="elements of the memory-bound rows")
-    parser.add_argument("--only", choices=["decode", "gemv"], help="the copy bandwidth and these rows alone")
+    parser.add_argument("--only", choices=["decode", "gemv", "int4"], help="the copy bandwidth and these rows alone")
     args = parser.parse_args()
     print(f"device: {runtime.devices()[0]['name']}, {runtime.gpu_runtime()}, torch {torch.__version__}")
     copy_bw = copy_bandwidth(args.repeats, args.numel)
@@ -334,6 +391,10 @@ def main():
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
     if args.only == "gemv":
         for name, mine, theirs, note in gemv_rows(args.repeats, copy_bw):
+            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        return
+    if args.only == "int4":
+        for name, mine, theirs, note in int4_rows(args.repeats, copy_bw):
             print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
         return
     if args.only == "decode":

@@ -33,6 +33,7 @@ const ELEMENTWISE: &[&str] = &["indexer.cuh", "integers.cuh"];
 const INDEXED: &[&str] = &["indexer.cuh"];
 const ROWS: &[&str] = &["rows.cuh"];
 const PHILOX: &[&str] = &["philox.cuh"];
+const TENSOR_CORES: &[&str] = &["tensor_cores.cuh"];
 
 /// Every CUDA source of the crate.
 pub const SOURCES: &[SourceParts] = &[
@@ -105,7 +106,7 @@ pub const SOURCES: &[SourceParts] = &[
     ),
     parts("COPY", "copy.cu", None, INDEXED, "copy.cu", "Strided copies, by element width."),
     parts("GATHER", "gather.cu", None, INDEXED, "gather.cu", "Gathers of rows and elements by index."),
-    parts("GEMV", "gemv.cu", None, &[], "gemv.cu", "The one-row products of bfloat16 and float16 weights."),
+    parts("GEMV", "gemv.cu", None, TENSOR_CORES, "gemv.cu", "The one-row products of bfloat16 and float16 weights."),
     parts("PHILOX", "philox.cu", None, PHILOX, "philox.cu", "Philox words of a generator's stream."),
     parts(
         "REDUCE",
@@ -130,7 +131,7 @@ pub const SOURCES: &[SourceParts] = &[
         "DECODE",
         "decode.cu",
         None,
-        &[],
+        TENSOR_CORES,
         "decode.cu",
         "Decode attention over a KV cache (split and combine) and the cache write.",
     ),
@@ -139,7 +140,7 @@ pub const SOURCES: &[SourceParts] = &[
         "QUANT",
         "quant.cu",
         None,
-        &[],
+        TENSOR_CORES,
         "quant.cu",
         "The products of int4-g128 weights (matmul_int4): GEMV and GEMM.",
     ),

@@ -66,8 +66,15 @@ fn attrs(causal: bool) -> Attrs {
 fn decode_attention_matches_float64_over_ragged_lengths_and_grouped_heads() {
     let Some(gpu) = gpu("decode_attention_matches_float64_over_ragged_lengths_and_grouped_heads") else { return };
     let mut draw = Draw::new(131);
-    // (b, hq, hk, sq, T, d): T not a multiple of a split; 1 and 8 queries; d 64, 128, 80
-    let cases = [(2, 8, 2, 1, 1000, 128), (1, 4, 4, 3, 333, 64), (2, 32, 8, 8, 200, 64), (1, 6, 2, 2, 130, 80)];
+    // (b, hq, hk, sq, T, d): T not a multiple of a split; 1 and 8 queries; d 64, 128 (the
+    // tensor cores' on float16 and bfloat16: 4, 3, 32 and 12 rows a cache head) and 80
+    let cases = [
+        (2, 8, 2, 1, 1000, 128),
+        (1, 4, 4, 3, 333, 64),
+        (2, 32, 8, 8, 200, 64),
+        (1, 12, 2, 2, 300, 128),
+        (1, 6, 2, 2, 130, 80),
+    ];
     for dtype in FLOATS {
         for (b, hq, hk, sq, t, d) in cases {
             let q = host(&draw.uniform(b * hq * sq * d, -1.0, 1.0), &[b as i64, hq as i64, sq as i64, d as i64], dtype);
@@ -106,6 +113,36 @@ fn decode_attention_matches_float64_over_ragged_lengths_and_grouped_heads() {
                     }
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn caches_whose_rows_are_not_16_byte_aligned_take_the_element_kernel_over_the_same_splits() {
+    let Some(gpu) = gpu("caches_whose_rows_are_not_16_byte_aligned_take_the_element_kernel_over_the_same_splits")
+    else {
+        return;
+    };
+    let mut draw = Draw::new(17);
+    // head dim 64 of rows 65 elements apart: the tensor cores' shape, rows they cannot load
+    let (b, hq, hk, t, d) = (1usize, 8usize, 2usize, 300usize, 64usize);
+    for dtype in [DType::Float16, DType::Bfloat16] {
+        let q = host(&draw.uniform(b * hq * d, -1.0, 1.0), &[b as i64, hq as i64, 1, d as i64], dtype);
+        let wide = [b as i64, hk as i64, t as i64, d as i64 + 1];
+        let (kw, vw) = (
+            host(&draw.uniform(b * hk * t * (d + 1), -1.0, 1.0), &wide, dtype),
+            host(&draw.uniform(b * hk * t * (d + 1), -1.0, 1.0), &wide, dtype),
+        );
+        // the views taken on the device (a copy there would be contiguous)
+        let (k, v) = (kw.narrow(3, 0, d as i64).unwrap(), vw.narrow(3, 1, d as i64).unwrap());
+        let kg = kw.to(gpu).unwrap().narrow(3, 0, d as i64).unwrap();
+        let vg = vw.to(gpu).unwrap().narrow(3, 1, d as i64).unwrap();
+        let qg = q.to(gpu).unwrap();
+        for len in [1i64, 200, 300] {
+            let length = index(&[len], &[], DType::Int32, gpu);
+            let out = ops::call("decode_attention", &attrs(true), &[&qg, &kg, &vg, &length]).unwrap().remove(0);
+            let what = format!("decode_attention {dtype} over unaligned rows, length {len}");
+            assert_close(&what, &values(&out), &reference(&q, &k, &v, &[len as usize], true), tolerance(dtype));
         }
     }
 }

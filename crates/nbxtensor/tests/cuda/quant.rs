@@ -1,6 +1,7 @@
-//! matmul_int4 on the GPU (the register path for few rows, the tiled path for more and for
-//! strided x) against the product with the weight dequantized by the table's definition, in
-//! float64, and against the CPU backend; skipped, saying so, where there is no CUDA device.
+//! matmul_int4 on the GPU (the tensor-core path for float16 and bfloat16, the register path
+//! for few rows of float32, the tiled path for more and for strided x) against the product
+//! with the weight dequantized by the table's definition, in float64, and against the CPU
+//! backend; skipped, saying so, where there is no CUDA device.
 
 use super::common::*;
 use nbxtensor::backend::cuda::launches;
@@ -66,9 +67,21 @@ fn products_match_the_dequantized_weight_and_the_cpu() {
     let Some(device) = gpu("products_match_the_dequantized_weight_and_the_cpu") else { return };
     let mut draw = Draw::new(61);
     let (_, group) = layout();
-    // rows: 1 (the one-row register path), 3 and 16 (8 rows at a time), 17 and 100 (tiled)
-    for (rows, n, k) in [(1, 70, 3 * group), (3, 5, group), (16, 33, 2 * group), (17, 70, group), (100, 65, 3 * group)]
-    {
+    // float32 x: 1 row (the one-row register path), 3 and 16 (8 rows at a time), 17 and more
+    // (tiled); float16 and bfloat16 on the tensor cores: one 16-row tile up to 16 rows, 64-row
+    // tiles past, the depth split among the warps unevenly (37 spans), columns past a block's 32
+    let cases = [
+        (1, 70, 3 * group),
+        (3, 5, group),
+        (16, 33, 2 * group),
+        (17, 70, group),
+        (100, 65, 3 * group),
+        (1, 9, 37 * group),
+        (9, 72, 37 * group),
+        (64, 40, 16 * group),
+        (130, 33, 5 * group),
+    ];
+    for (rows, n, k) in cases {
         let [packed, scales, minima] = packed_weight(&mut draw, n, k);
         let w = decoded(&packed, &scales, &minima, k);
         for dtype in FLOATS {
@@ -95,7 +108,7 @@ fn leading_dims_strided_x_and_bad_shapes() {
     let [packed, scales, minima] = packed_weight(&mut draw, n, k);
     let w = decoded(&packed, &scales, &minima, k);
     let weights: Vec<Tensor> = [&packed, &scales, &minima].iter().map(|t| t.to(device).unwrap()).collect();
-    // x [2, 3, K] (6 rows, the register path) and x stored [K, 5] viewed [5, K] (tiled path)
+    // x [2, 3, K] (6 rows of float16: the tensor cores) and x stored [K, 5] viewed [5, K] (tiled path)
     let x = host(&draw.uniform(6 * k, -1.0, 1.0), &[2, 3, k as i64], DType::Float16);
     let stored = host(&draw.uniform(5 * k, -1.0, 1.0), &[k as i64, 5], DType::Float32);
     let view = stored.to(device).unwrap().permute(&[1, 0]).unwrap();

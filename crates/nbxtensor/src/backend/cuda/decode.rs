@@ -5,7 +5,9 @@
 //! Attention is flash-decoding: the cache is cut into splits, a block per (split, cache head ×
 //! row group, batch) reads each key and value row once for all the query rows of its head group
 //! and writes a partial (max, sum, weighted values) per row to the workspace; a second kernel
-//! combines them in order. The splits depend on the shapes alone ([`plan`]: about
+//! combines them in order. float16 and bfloat16 caches of head dim 64 or 128 (d = dv) with
+//! 16-byte aligned rows score and weigh on the tensor cores (`decode_mma_…`); other calls run
+//! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone ([`plan`]: about
 //! [`TARGET_BLOCKS`] blocks, at least one loop step's keys each), never on the length, which the
 //! kernel reads from the device: one graph serves every step. The workspace is declared for
 //! exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
@@ -38,15 +40,34 @@ const KEY_STEP: i64 = 128 * 2;
 pub const TARGET_BLOCKS: i64 = 512;
 /// The widest head dim the kernels hold (32 threads of 8 columns).
 const MAX_WIDTH: i64 = 256;
+/// Keys a tensor-core block takes per step of its loop: 4 warps × a tile of 16
+/// (`NBX_DEC_MMA_WARPS · NBX_DEC_MMA_TILE`).
+const MMA_KEY_STEP: i64 = 4 * 16;
+/// The head dims the tensor-core kernels are instantiated for.
+const MMA_HEAD_DIMS: [usize; 2] = [64, 128];
 /// The most grid blocks in the y and z dims.
 const GRID_YZ: u32 = 65535;
 
-/// How a call is cut: threads per key row, query rows per block, row groups, splits, keys per split.
+/// Which split kernel serves a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// `decode_split_…` on the CUDA cores, this many threads (8 columns each) per key row: 8,
+    /// 16 or 32.
+    Cores {
+        /// Threads per key row.
+        threads_per_key: i64,
+    },
+    /// `decode_mma_…` on the tensor cores (where the rows are 16-byte aligned; else the CUDA
+    /// cores' element-by-element kernel over the same splits).
+    TensorCores,
+}
+
+/// How a call is cut: the kernel, query rows per block, row groups, splits, keys per split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cut {
-    /// Threads per key row (8 columns each): 8, 16 or 32.
-    pub threads_per_key: i64,
-    /// Query rows per block: 4 or 8.
+    /// The split kernel.
+    pub split: Split,
+    /// Query rows per block: 4 or 8 on the CUDA cores, 8 or 16 on the tensor cores.
     pub rows_per_block: i64,
     /// Blocks per cache head along its query rows.
     pub row_groups: i64,
@@ -56,8 +77,14 @@ pub struct Cut {
     pub chunk: i64,
 }
 
-/// The cut of a call of sizes `z`; refused (naming the op) for head dims over 256.
-pub fn plan(z: &AttentionShape) -> Result<Cut> {
+/// Whether calls of sizes `z` on `dtype` take the tensor-core kernels (float16 or bfloat16,
+/// d = dv of 64 or 128).
+pub fn on_tensor_cores(z: &AttentionShape, dtype: DType) -> bool {
+    matches!(dtype, DType::Float16 | DType::Bfloat16) && z.d == z.dv && MMA_HEAD_DIMS.contains(&z.d)
+}
+
+/// The cut of a call of sizes `z` on `dtype`; refused (naming the op) for head dims over 256.
+pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
     let width = z.d.max(z.dv) as i64;
     if width > MAX_WIDTH {
         return Err(KernelError::Invalid(format!(
@@ -65,19 +92,22 @@ pub fn plan(z: &AttentionShape) -> Result<Cut> {
             z.d, z.dv
         )));
     }
-    let threads_per_key = (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64;
     let rows = ((z.hq / z.hk.max(1)) * z.sq) as i64;
-    let rows_per_block = if rows <= 4 { 4 } else { 8 };
+    let (split, rows_per_block, step) = if on_tensor_cores(z, dtype) {
+        (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP)
+    } else {
+        let threads_per_key = (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64;
+        (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key)
+    };
     let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
     let t = z.sk as i64;
-    let step = KEY_STEP / threads_per_key;
     let per_split = (z.b * z.hk) as i64 * row_groups;
     let most = (TARGET_BLOCKS / per_split.max(1)).max(1);
     let wanted = ((t + step - 1) / step).clamp(1, most);
     let chunk = ((t + wanted - 1) / wanted + step - 1) / step * step;
     let chunk = chunk.max(step);
     let splits = ((t + chunk - 1) / chunk).max(1);
-    Ok(Cut { threads_per_key, rows_per_block, row_groups, splits, chunk })
+    Ok(Cut { split, rows_per_block, row_groups, splits, chunk })
 }
 
 /// Bytes of the partials: (max, sum, dv values) in float32 per query row and split.
@@ -87,7 +117,7 @@ fn partial_bytes(z: &AttentionShape, cut: &Cut) -> u64 {
 
 fn workspace(spec: &DecodeAttention, inputs: &[TensorMeta]) -> Result<u64> {
     let z = spec.sizes(inputs)?;
-    Ok(partial_bytes(&z, &plan(&z)?))
+    Ok(partial_bytes(&z, &plan(&z, spec.dtype)?))
 }
 
 /// Extents and flags of a call (the source's `DecodeSizes`).
@@ -140,7 +170,7 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
     }
     let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let z = spec.sizes(&metas)?;
-    let cut = plan(&z)?;
+    let cut = plan(&z, spec.dtype)?;
     let partials = workspace_of("decode_attention", &launch.workspace, partial_bytes(&z, &cut))?;
     let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("decode_attention: {e}")))? as u64;
     let (ks, vs) = (k.strides(), v.strides());
@@ -171,13 +201,29 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
     let scale = spec.scale_for(z.d) * std::f32::consts::LOG2_E;
     let (dt, device) = (spec.dtype.launch_key(), out.device());
     // the element-by-element kernel only where the rows are not 16-byte aligned
-    let (tpk, rb, scalar) = (cut.threads_per_key, cut.rows_per_block, if vec { "" } else { "_scalar" });
-    let split = function(device, &SOURCE, format_args!("decode_split_{dt}_{tpk}_{rb}{scalar}"))?;
+    let (kernel, row_groups) = match (cut.split, vec) {
+        (Split::TensorCores, true) => (format!("decode_mma_{dt}_{}_{}", z.d, cut.rows_per_block), cut.row_groups),
+        (Split::Cores { threads_per_key }, true) => {
+            (format!("decode_split_{dt}_{threads_per_key}_{}", cut.rows_per_block), cut.row_groups)
+        }
+        (split, false) => {
+            // the tensor cores' shapes: the CUDA cores' row blocks over the same splits
+            let threads_per_key = match split {
+                Split::Cores { threads_per_key } => threads_per_key,
+                Split::TensorCores => (z.d.max(z.dv) as i64 / 8).max(8),
+            };
+            let rb = cut.rows_per_block.min(8);
+            let rows = sizes.rows as i64;
+            (format!("decode_split_{dt}_{threads_per_key}_{rb}_scalar"), ((rows + rb - 1) / rb).max(1))
+        }
+    };
+    let sizes = Sizes { row_groups: int(op, row_groups)?, ..sizes };
+    let split = function(device, &SOURCE, format_args!("{kernel}"))?;
     let mut args = Args::new();
     args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
     args.value(&sizes).f32(scale).ptr(partials);
     let x = grid_extent(op, cut.splits, 1, i32::MAX as u32)?;
-    let y = grid_extent(op, z.hk as i64 * cut.row_groups, 1, GRID_YZ)?;
+    let y = grid_extent(op, z.hk as i64 * row_groups, 1, GRID_YZ)?;
     let zb = grid_extent(op, z.b as i64, 1, GRID_YZ)?;
     split.launch([x, y, zb], [THREADS, 1, 1], 0, &mut args)?;
     let combine = function(device, &SOURCE, format_args!("decode_combine_{dt}"))?;
@@ -262,21 +308,38 @@ mod tests {
 
     #[test]
     fn the_splits_fill_the_device_and_cover_the_cache() {
-        // one query of 32 heads over 8 cache heads: 4 rows a block, 64 splits at most
-        // (16 keys a step: a short cache takes one step a split)
+        // one query of 32 heads over 8 cache heads on the CUDA cores (float32): 4 rows a block,
+        // 64 splits at most (16 keys a step: a short cache takes one step a split)
+        let cores = Split::Cores { threads_per_key: 16 };
         for (t, splits, chunk) in
             [(512, 32, 16), (1024, 64, 16), (8192, 64, 128), (32768, 64, 512), (131072, 64, 2048), (100, 7, 16)]
         {
-            let cut = plan(&shape(1, 32, 8, 1, t, 128)).unwrap();
-            assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups), (16, 4, 1));
+            let cut = plan(&shape(1, 32, 8, 1, t, 128), DType::Float32).unwrap();
+            assert_eq!((cut.split, cut.rows_per_block, cut.row_groups), (cores, 4, 1));
             assert_eq!((cut.splits, cut.chunk), (splits, chunk), "T = {t}");
             assert!(cut.splits * cut.chunk >= t as i64 && (cut.splits - 1) * cut.chunk < t as i64);
         }
+        // the same on bfloat16: the tensor cores, 8 rows a block, 64 keys a step
+        for (t, splits, chunk) in [(1024, 16, 64), (8192, 64, 128), (131072, 64, 2048), (100, 2, 64)] {
+            let cut = plan(&shape(1, 32, 8, 1, t, 128), DType::Bfloat16).unwrap();
+            assert_eq!((cut.split, cut.rows_per_block, cut.row_groups), (Split::TensorCores, 8, 1));
+            assert_eq!((cut.splits, cut.chunk), (splits, chunk), "T = {t}");
+        }
+        // 12 rows of a group take a 16-row block; d 80 stays on the CUDA cores
+        let cut = plan(&shape(1, 12, 2, 2, 4096, 64), DType::Float16).unwrap();
+        assert_eq!((cut.split, cut.rows_per_block, cut.row_groups), (Split::TensorCores, 16, 1));
+        assert_eq!(
+            plan(&shape(1, 8, 2, 1, 64, 80), DType::Bfloat16).unwrap().split,
+            Split::Cores { threads_per_key: 16 }
+        );
         // 8 rows of a group over 4 query heads × 2 queries; d 64; an empty cache still takes a split
-        let cut = plan(&shape(2, 8, 2, 2, 0, 64)).unwrap();
-        assert_eq!((cut.threads_per_key, cut.rows_per_block, cut.row_groups, cut.splits), (8, 8, 1, 1));
-        assert_eq!(plan(&shape(1, 64, 1, 8, 4096, 256)).unwrap().row_groups, 64);
-        assert!(plan(&shape(1, 1, 1, 1, 16, 320)).unwrap_err().to_string().contains("up to 256"));
+        let cut = plan(&shape(2, 8, 2, 2, 0, 64), DType::Float32).unwrap();
+        assert_eq!(
+            (cut.split, cut.rows_per_block, cut.row_groups, cut.splits),
+            (Split::Cores { threads_per_key: 8 }, 8, 1, 1)
+        );
+        assert_eq!(plan(&shape(1, 64, 1, 8, 4096, 256), DType::Float32).unwrap().row_groups, 64);
+        assert!(plan(&shape(1, 1, 1, 1, 16, 320), DType::Float32).unwrap_err().to_string().contains("up to 256"));
     }
 
     #[test]

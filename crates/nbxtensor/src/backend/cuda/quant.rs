@@ -3,14 +3,17 @@
 //! (`backend/cpu/quant.rs`: the table's `int4-g128-asym` layout, `x [.., K]` float32,
 //! float16 or bfloat16 → `[.., N]`), accumulated in float32.
 //!
-//! Up to [`GEMV_ROWS`] rows of x (decoding) read the codes straight into registers, 16 bytes
-//! per lane, dequantizing there; more rows (or layouts the vector path does not take) run a
-//! tiled product that dequantizes tiles of W into shared memory. Neither needs workspace (the
-//! spec declares none; the CPU's launch declares its own scratch).
+//! float16 and bfloat16 x (contiguous, 16-byte aligned, groups a multiple of [`MMA_SPAN`]) run
+//! on the tensor cores at any row count: the codes stream into registers, become exact 16-bit
+//! values there and meet x in `mma` instructions. float32 x of up to [`GEMV_ROWS`] rows reads the
+//! codes into registers, 16 bytes per lane, and dequantizes them for float32 products; other
+//! rows and layouts run a tiled product that dequantizes tiles of W into shared memory. None
+//! needs workspace (the spec declares none; the CPU's launch declares its own scratch).
 
 use super::dims::{aligned16, grid_extent, merged_layout};
-use super::{device_ptr, function, register, Args};
+use super::{device_ptr, function, recent, register, Args};
 use crate::backend::LaunchTable;
+use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
 use crate::ops::spec::quant::MatmulInt4;
 use crate::ops::spec::FLOATS;
@@ -22,6 +25,14 @@ pub const GEMV_ROWS: i64 = 16;
 /// Output columns per block of the register path (4 warps × 4), and its bytes of codes per lane.
 const GEMV_COLUMNS: i64 = 16;
 const CODE_BYTES: u32 = 16;
+/// Depth of one pass of the tensor-core path (4 lanes × 32 codes): groups must be a multiple.
+pub const MMA_SPAN: i64 = 128;
+/// Output columns per block of the tensor-core path.
+const MMA_COLUMNS: i64 = 32;
+/// Rows per block of the tensor-core path: one 16-row tile (8 warps splitting the depth) up to
+/// 16 rows of x, four tiles (4 warps) past that.
+const MMA_FEW_ROWS: i64 = 16;
+const MMA_MANY_ROWS: i64 = 64;
 /// Output tile of the tiled product (its side), and its threads.
 const TILE: i64 = 64;
 const GEMM_THREADS: u32 = 256;
@@ -51,6 +62,24 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
     let mut args = Args::new();
     let codes_per_lane = i64::from(CODE_BYTES * 8 / bits);
     let row_bytes = k * i64::from(bits) / 8;
+    let tensor_cores = matches!(spec.dtype, DType::Float16 | DType::Bfloat16)
+        && bits == 4
+        && group % MMA_SPAN == 0
+        && x.is_contiguous()
+        && packed.is_contiguous()
+        && aligned16(&[device_ptr(x), device_ptr(packed)]);
+    if tensor_cores {
+        let (rows, tiles, warps) = if m <= MMA_FEW_ROWS { (MMA_FEW_ROWS, 1, 8) } else { (MMA_MANY_ROWS, 4, 4) };
+        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}"))?;
+        // the codes read before the inputs are awaited when the previous op cannot have written them
+        let early = recent::untouched_by_previous_op(f.context().stream_handle(), packed);
+        args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
+        args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
+        args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
+        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
+        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+        return f.launch([grid_x, grid_y, 1], [warps * 32, 1, 1], 0, &mut args);
+    }
     let registers = m <= GEMV_ROWS
         && group % codes_per_lane == 0
         && x.is_contiguous()

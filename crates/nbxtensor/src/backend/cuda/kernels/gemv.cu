@@ -14,14 +14,6 @@
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 4
 
-__device__ __forceinline__ uint4 gemv_stream_load(const uint4* p) {
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 // The dot product of two 16-byte chunks of 8 elements, added to acc.
 template <typename S>
 __device__ __forceinline__ float gemv_dot8(uint4 a, uint4 b, float acc) {
@@ -53,7 +45,7 @@ struct GemvStream {
         whole = whole && c + 32 * (GEMV_UNROLL - 1) < chunks;
         if (whole) {
 #pragma unroll
-            for (int u = 0; u < GEMV_UNROLL; ++u) wv[u] = gemv_stream_load(row + c + 32 * u);
+            for (int u = 0; u < GEMV_UNROLL; ++u) wv[u] = stream_load(row + c + 32 * u);
         }
     }
 };
@@ -75,7 +67,7 @@ __device__ __forceinline__ void gemv_rows(const typename S::T* x, GemvStream<S>&
         s.next();
     }
     for (; s.c < s.chunks; s.c += 32) {
-        uint4 wv = gemv_stream_load(s.row + s.c);
+        uint4 wv = stream_load(s.row + s.c);
 #pragma unroll
         for (int m = 0; m < M; ++m) acc[m] = gemv_dot8<S>(wv, xs[m * s.chunks + s.c], acc[m]);
     }

@@ -14,6 +14,19 @@
 //     each column at a time (128 / BITS codes, within one group: group a multiple of them)
 //     and folds scale·Σ x·code + minimum·Σ x. x contiguous with 16-byte aligned rows; packed contiguous
 //     with 16-byte aligned rows.
+//   quant_mma_<dt>_m<MT>(const T* x, i64 m, i64 k, const uchar* packed, const half* scales,
+//                         i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col, i64 n,
+//                         int group, T* out, int early)
+//     float16 and bfloat16 x, 4-bit codes, any rows, on the tensor cores (mma.sync m16n8k16):
+//     a block computes 16·MT rows × 32 columns; its warps split the depth in spans of 128
+//     (a span lies in one group: group a multiple of 128), a lane streaming 16 bytes of codes
+//     of each of its 4 columns a span, the next span's in flight. Codes become exact float16/
+//     bfloat16 values in registers (a nibble under the exponent of 1024 or 128, less it) and
+//     the tensor cores sum x·code and Σx; a span adds scale·Σ x·code + minimum·Σ x. The depth
+//     inside a span is permuted alike for x and the codes, so a lane's 16 bytes feed its own
+//     fragments. The warps' sums meet in shared memory in a fixed order. x contiguous with
+//     16-byte aligned rows, packed contiguous and 16-byte aligned. `early`: the previous op
+//     cannot have written the codes, so the first span's are read before the inputs are awaited.
 //   quant_gemm_b<BITS>_<dt>(const T* x, Layout x_rows, i64 x_col, i64 m, i64 k,
 //                           const uchar* packed, i64 p_row, i64 p_col, const half* scales,
 //                           i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col,
@@ -181,6 +194,173 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
             if (r < m && c < n) out[r * n + c] = S::store(acc[i][j]);
         }
 }
+
+// The tensor-core path. Its span: 4 lanes × 32 codes, the depth of one pass.
+#define NBX_MMA_SPAN 128
+#define NBX_MMA_TILES 4  // output tiles of 8 columns a warp (32 columns a block)
+
+// Two nibbles (bits 0-3 and 16-19 of `nibbles`) as exact 16-bit values: put under the
+// exponent where the mantissa's last bits count units (1024 + code in float16, 128 + code in
+// bfloat16), then that base taken off by one fma.
+template <typename S>
+__device__ __forceinline__ unsigned int quant_code_pair(unsigned int nibbles) {
+    constexpr unsigned int base = Mma<S>::ONES == Mma<BF16>::ONES ? 0x43004300u : 0x64006400u;
+    return Mma<S>::fma(nibbles | base, Mma<S>::ONES, base ^ 0x80008000u);
+}
+
+// In the fragment layout of tensor_cores.cuh, step 2q + h of a span gives slot 2t (+1) the
+// lane's chunk element 8q + 2h (+4) and slot 2t+8 (+9) element 8q + 2h + 1 (+5): the nibbles
+// (v >> 8h) and (v >> 8h + 4) of the codes' word q, and the pairs of x built by one byte
+// permutation each.
+// A warp's stream of codes: 16 bytes of each of its block's NBX_MMA_TILES · 8 columns a lane
+// (lane t of group g: column 8j + g, the span's chunk t), the next span's in `next`.
+struct QuantCodeStream {
+    const uint4* rows[NBX_MMA_TILES];
+    i64 spans;
+    uint4 next[NBX_MMA_TILES];
+
+    __device__ __forceinline__ QuantCodeStream(const uchar* packed, i64 k, i64 n) {
+        int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        i64 col0 = (i64)blockIdx.x * (NBX_MMA_TILES * 8);
+        spans = k / NBX_MMA_SPAN;
+#pragma unroll
+        for (int j = 0; j < NBX_MMA_TILES; ++j) {
+            i64 col = col0 + 8 * j + g < n ? col0 + 8 * j + g : n - 1;  // past the end: the last, unwritten
+            rows[j] = reinterpret_cast<const uint4*>(packed + col * (k / 2)) + t;
+        }
+    }
+    // Loads the codes of `span` into `next` (zeros past the last span).
+    __device__ __forceinline__ void fetch(i64 span) {
+        const uint4 none = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int j = 0; j < NBX_MMA_TILES; ++j) next[j] = span < spans ? stream_load(rows[j] + span * 4) : none;
+    }
+};
+
+template <typename S, int MT, int WARPS>
+__device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantCodeStream& stream, const unsigned short* scales,
+                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
+                          int group, typename S::T* out) {
+    const int NT = NBX_MMA_TILES;
+    __shared__ float partial[WARPS][MT * NT * 4][32];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    i64 col0 = (i64)blockIdx.x * (NT * 8), row0 = (i64)blockIdx.y * (MT * 16);
+    const i64 spans = stream.spans;
+    const uint4 none = {0u, 0u, 0u, 0u};
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    for (i64 span = warp; span < spans; span += WARPS) {
+        uint4 codes[NT];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) codes[j] = stream.next[j];
+        stream.fetch(span + WARPS);
+        // B of step 2q + h: the nibbles (v >> 8h) and (v >> 8h + 4) of the codes' word q,
+        // converted once a span for several row tiles, at each step for one (fewer registers)
+        auto code_pair = [&](int j, int q, int h, int half) {
+            return quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
+        };
+        unsigned int b[MT > 1 ? NT : 1][8][2];
+        if constexpr (MT > 1) {
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int half = 0; half < 2; ++half) b[j][2 * q + h][half] = code_pair(j, q, h, half);
+        }
+        i64 grp = span * NBX_MMA_SPAN / group;
+        float scale[NT][2], minimum[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                i64 col = col0 + 8 * j + 2 * t + e < n ? col0 + 8 * j + 2 * t + e : n - 1;
+                scale[j][e] = quant_half(scales + col * sc_row + grp * sc_col);
+                minimum[j][e] = quant_half(minima + col * mn_row + grp * mn_col);
+            }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            i64 r_low = row0 + 16 * i + g, r_high = r_low + 8;
+            if (row0 + 16 * i >= m) break;
+            uint4 xl[4], xh[4];
+            const uint4* pl = reinterpret_cast<const uint4*>(x + r_low * k + span * NBX_MMA_SPAN + t * 32);
+            const uint4* ph = reinterpret_cast<const uint4*>(x + r_high * k + span * NBX_MMA_SPAN + t * 32);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                xl[q] = r_low < m ? pl[q] : none;
+                xh[q] = r_high < m ? ph[q] : none;
+            }
+            float dot[NT][4], xsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) dot[j][e] = 0.0f;
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    unsigned int lo_l = word_of(xl[q], h), hi_l = word_of(xl[q], h + 2);
+                    unsigned int lo_h = word_of(xh[q], h), hi_h = word_of(xh[q], h + 2);
+                    unsigned int a[4] = {__byte_perm(lo_l, hi_l, 0x5410), __byte_perm(lo_h, hi_h, 0x5410),
+                                         __byte_perm(lo_l, hi_l, 0x7632), __byte_perm(lo_h, hi_h, 0x7632)};
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) {
+                        if constexpr (MT > 1)
+                            Mma<S>::mma(dot[j], a, b[j][2 * q + h][0], b[j][2 * q + h][1]);
+                        else
+                            Mma<S>::mma(dot[j], a, code_pair(j, q, h, 0), code_pair(j, q, h, 1));
+                    }
+                    Mma<S>::mma(xsum, a, Mma<S>::ONES, Mma<S>::ONES);
+                }
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    acc[i][j][e] += scale[j][e & 1] * dot[j][e] + minimum[j][e & 1] * xsum[e];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) partial[warp][(i * NT + j) * 4 + e][lane] = acc[i][j][e];
+    __syncthreads();
+    for (int slot = threadIdx.x; slot < MT * NT * 4 * 32; slot += WARPS * 32) {
+        int idx = slot / 32, from = slot % 32;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) v += partial[w][idx][from];
+        int i = idx / (NT * 4), j = (idx / 4) % NT, e = idx % 4;
+        i64 row = row0 + 16 * i + from / 4 + (e >= 2 ? 8 : 0);
+        i64 col = col0 + 8 * j + 2 * (from % 4) + (e & 1);
+        if (row < m && col < n) out[row * n + col] = S::store(v);
+    }
+}
+
+#define NBX_QUANT_MMA(dt, S, mt, warps)                                                                               \
+    extern "C" __global__ void __launch_bounds__(warps * 32) quant_mma_##dt##_m##mt(                                  \
+        const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,       \
+        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {               \
+        QuantCodeStream stream(packed, k, n);                                                                         \
+        if (early) stream.fetch(threadIdx.x / 32);                                                                    \
+        nbx_await_inputs();                                                                                           \
+        if (!early) stream.fetch(threadIdx.x / 32);                                                                   \
+        quant_mma<S, mt, warps>(x, m, k, stream, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out);     \
+    }
+NBX_QUANT_MMA(fp16, F16, 1, 8)
+NBX_QUANT_MMA(fp16, F16, 4, 4)
+NBX_QUANT_MMA(bf16, BF16, 1, 8)
+NBX_QUANT_MMA(bf16, BF16, 4, 4)
 
 #define NBX_QUANT_GEMV(bits, dt, S, rows)                                                                          \
     extern "C" __global__ void __launch_bounds__(128) quant_gemv_b##bits##_##dt##_r##rows(                         \
