@@ -81,7 +81,9 @@ def test_equality_hash_and_repr():
     "op, cls",
     [("mm", "lower_precision"), ("conv2d", "lower_precision"), ("__matmul__", "lower_precision"),
      ("softmax", "float32"), ("layer_norm", "float32"), ("rsqrt", "float32"), ("sum", "float32"),
-     ("addcmul", "promote"), ("index_put", "promote"), ("relu", None), ("add", None)],
+     ("addcmul", "promote"), ("index_put", "promote"), ("relu", None), ("add", None),
+     # the library's fused ops: the class of the op each ends in
+     ("add_layer_norm", "float32"), ("add_rms_norm", None)],
 )
 def test_op_classes(op, cls):
     assert op_class(op) == cls
@@ -96,6 +98,7 @@ def test_compute_dtype_by_class():
     assert p.compute_dtype("atan2", ["bfloat16", "float64"]) == "float64"
     assert p.compute_dtype("tensordot", ["float16", "float32", "float16"]) == "float32"
     assert p.compute_dtype("relu", ["float16"]) == "float16"            # no class: the inputs' dtype
+    assert p.compute_dtype("add_layer_norm", ["bfloat16"] * 4) == "float32"  # as layer_norm
     assert p.compute_dtype("add", ["int8", "uint8"]) == "int16"
     with pytest.raises(ValueError, match="'relu'"):
         p.compute_dtype("relu", [])

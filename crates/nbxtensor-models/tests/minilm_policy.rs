@@ -73,7 +73,7 @@ fn a_bfloat16_policy_runs_the_dense_layers_in_bfloat16_and_the_norms_in_float32(
     // six layers: q, k and v joined, the attention output, and two feed-forward products each
     assert_eq!(of("linear"), vec!["bf16"; 24], "{keys:?}");
     // the embeddings' norm, in float32 whatever the policy; the two residual norms a layer in
-    // float32 too (add_layer_norm is in no class: its float32 and bfloat16 inputs promote)
+    // float32 too (add_layer_norm takes layer_norm's class: policy.yml's fused ops)
     assert_eq!(of("layer_norm"), vec!["fp32"], "{keys:?}");
     assert_eq!(of("add_layer_norm"), vec!["fp32"; 12], "{keys:?}");
     // the casts the policy adds: float32 weights and activations to bfloat16 and back

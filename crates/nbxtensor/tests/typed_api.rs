@@ -101,3 +101,27 @@ fn a_policy_sets_the_dtype_each_call_computes_in() {
     // outside the closure no policy is in force
     assert_eq!(x.linear(&w, None).unwrap().dtype(), DType::Float32);
 }
+
+#[test]
+fn a_fused_norm_computes_in_the_class_of_the_norm_it_ends_in() {
+    // bfloat16 inputs under a bfloat16 policy: add_layer_norm in float32, as layer_norm is,
+    // the same values as the float32 call; add_rms_norm (rms_norm is in no class) in bfloat16
+    let policy = Policy::parse("bfloat16").unwrap();
+    let bf16 = |t: Tensor| t.cast(DType::Bfloat16).unwrap();
+    let (x, r) = (
+        bf16(Tensor::from_vec(values(3, 8), &[2, 4]).unwrap()),
+        bf16(Tensor::from_vec(values(6, 8), &[2, 4]).unwrap()),
+    );
+    let (g, b) =
+        (bf16(Tensor::from_vec(values(1, 4), &[4]).unwrap()), bf16(Tensor::from_vec(values(2, 4), &[4]).unwrap()));
+    let (fused, rms) = ops::with_policy(policy, || {
+        (x.add_layer_norm(&r, &g, &b, 1e-5).unwrap(), x.add_rms_norm(&r, &g, 1e-6).unwrap())
+    });
+    let f32 = |t: &Tensor| t.cast(DType::Float32).unwrap();
+    let want = f32(&x).add_layer_norm(&f32(&r), &f32(&g), &f32(&b), 1e-5).unwrap();
+    for (got, want) in [(&fused.0, &want.0), (&fused.1, &want.1)] {
+        assert_eq!(got.dtype(), DType::Float32);
+        assert_eq!(got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    }
+    assert_eq!((rms.0.dtype(), rms.1.dtype()), (DType::Bfloat16, DType::Bfloat16));
+}

@@ -20,7 +20,7 @@ pub use devices::{
 pub use dtype_table::{ChannelWord, DTypeEntry, DlpackType, FloatFormat, Group, Kind, Packed};
 pub use error::{FactsError, Result};
 pub use host_cpu::{host_cpu, CpuCache, HostCpu, CACHE_DIR, CPUINFO};
-pub use policy_table::{OpClass, OpList, PolicyTable};
+pub use policy_table::{FusedOps, OpClass, OpList, PolicyTable};
 
 use std::sync::OnceLock;
 

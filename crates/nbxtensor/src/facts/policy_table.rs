@@ -36,6 +36,16 @@ pub struct OpList {
     pub ops: Vec<String>,
 }
 
+/// The library's fused ops, each mapped to the op it ends in (whose class it takes).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusedOps {
+    /// What the mapping is.
+    pub source: String,
+    /// Fused op -> the op it ends in.
+    pub ops: BTreeMap<String, String>,
+}
+
 /// The op classes of a precision policy.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +58,8 @@ pub struct PolicyTable {
     pub float32: OpList,
     /// Ops that compute in the widest of their inputs.
     pub promote: OpList,
+    /// The library's fused ops, classed as the op each ends in.
+    pub fused: FusedOps,
 }
 
 impl PolicyTable {
@@ -60,15 +72,18 @@ impl PolicyTable {
         ]
     }
 
-    /// The class of an op, or `None` when the op is in no class.
+    /// The class of an op (a fused op's: that of the op it ends in), or `None` when the op is
+    /// in no class.
     ///
     /// ```
     /// use nbxtensor::facts::{policy_table, OpClass};
     /// assert_eq!(policy_table().class_of("mm"), Some(OpClass::LowerPrecision));
     /// assert_eq!(policy_table().class_of("softmax"), Some(OpClass::Float32));
+    /// assert_eq!(policy_table().class_of("add_layer_norm"), Some(OpClass::Float32));
     /// assert_eq!(policy_table().class_of("relu"), None);
     /// ```
     pub fn class_of(&self, op: &str) -> Option<OpClass> {
+        let op = self.fused.ops.get(op).map_or(op, String::as_str);
         self.classes().into_iter().find(|(_, list)| list.ops.iter().any(|o| o == op)).map(|(class, _)| class)
     }
 }
@@ -93,6 +108,17 @@ pub fn parse_policy_table(text: &str) -> Result<PolicyTable, String> {
             }
         }
     }
+    if table.fused.source.trim().is_empty() {
+        return Err("policy.yml: the fused ops need a source".to_string());
+    }
+    for (fused, ends_in) in &table.fused.ops {
+        if let Some(class) = seen.get(fused.as_str()) {
+            return Err(format!("policy.yml: fused op '{fused}' is also in class '{}'", class.as_str()));
+        }
+        if table.fused.ops.contains_key(ends_in) || ends_in.trim().is_empty() {
+            return Err(format!("policy.yml: fused op '{fused}' must end in an op that is not fused, got {ends_in:?}"));
+        }
+    }
     Ok(table)
 }
 
@@ -109,17 +135,31 @@ mod tests {
     }
 
     #[test]
+    fn a_fused_op_takes_the_class_of_the_op_it_ends_in_and_is_checked() {
+        let table = parse_policy_table(super::super::POLICY_YML).unwrap();
+        assert_eq!(table.class_of("add_layer_norm"), table.class_of("layer_norm"));
+        assert_eq!(table.class_of("add_rms_norm"), None);
+        let head = "source: s\nlower_precision: {source: a, ops: [mm]}\nfloat32: {source: b, ops: [exp]}\npromote: {source: c, ops: [dot]}\n";
+        let also_classed = format!("{head}fused: {{source: f, ops: {{exp: mm}}}}\n");
+        let err = parse_policy_table(&also_classed).unwrap_err();
+        assert!(err.contains("'exp'") && err.contains("float32"), "{err}");
+        let chained = format!("{head}fused: {{source: f, ops: {{a: b, b: exp}}}}\n");
+        let err = parse_policy_table(&chained).unwrap_err();
+        assert!(err.contains("'a'") && err.contains("not fused"), "{err}");
+    }
+
+    #[test]
     fn an_op_in_two_classes_is_refused_by_name() {
-        let text = "source: s\nlower_precision: {source: a, ops: [mm]}\nfloat32: {source: b, ops: [exp, mm]}\npromote: {source: c, ops: [dot]}\n";
+        let text = "source: s\nlower_precision: {source: a, ops: [mm]}\nfloat32: {source: b, ops: [exp, mm]}\npromote: {source: c, ops: [dot]}\nfused: {source: f, ops: {}}\n";
         let err = parse_policy_table(text).unwrap_err();
         assert!(err.contains("'mm'") && err.contains("lower_precision") && err.contains("float32"), "{err}");
     }
 
     #[test]
     fn an_empty_class_or_an_unknown_field_is_refused() {
-        let empty = "source: s\nlower_precision: {source: a, ops: []}\nfloat32: {source: b, ops: [exp]}\npromote: {source: c, ops: [dot]}\n";
+        let empty = "source: s\nlower_precision: {source: a, ops: []}\nfloat32: {source: b, ops: [exp]}\npromote: {source: c, ops: [dot]}\nfused: {source: f, ops: {}}\n";
         assert!(parse_policy_table(empty).unwrap_err().contains("lower_precision"));
-        let extra = "source: s\nextra: 1\nlower_precision: {source: a, ops: [mm]}\nfloat32: {source: b, ops: [exp]}\npromote: {source: c, ops: [dot]}\n";
+        let extra = "source: s\nextra: 1\nlower_precision: {source: a, ops: [mm]}\nfloat32: {source: b, ops: [exp]}\npromote: {source: c, ops: [dot]}\nfused: {source: f, ops: {}}\n";
         assert!(parse_policy_table(extra).is_err());
     }
 }
