@@ -83,6 +83,11 @@ pub fn on_tensor_cores(z: &AttentionShape, dtype: DType) -> bool {
     matches!(dtype, DType::Float16 | DType::Bfloat16) && z.d == z.dv && MMA_HEAD_DIMS.contains(&z.d)
 }
 
+/// Threads of the CUDA-core kernels per key row of `width` columns (8 columns each): 8, 16 or 32.
+fn threads_per_key(width: i64) -> i64 {
+    (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64
+}
+
 /// The cut of a call of sizes `z` on `dtype`; refused (naming the op) for head dims over 256.
 pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
     let width = z.d.max(z.dv) as i64;
@@ -96,7 +101,7 @@ pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
     let (split, rows_per_block, step) = if on_tensor_cores(z, dtype) {
         (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP)
     } else {
-        let threads_per_key = (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64;
+        let threads_per_key = threads_per_key(width);
         (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key)
     };
     let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
@@ -210,7 +215,7 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
             // the tensor cores' shapes: the CUDA cores' row blocks over the same splits
             let threads_per_key = match split {
                 Split::Cores { threads_per_key } => threads_per_key,
-                Split::TensorCores => (z.d.max(z.dv) as i64 / 8).max(8),
+                Split::TensorCores => threads_per_key(z.d.max(z.dv) as i64),
             };
             let rb = cut.rows_per_block.min(8);
             let rows = sizes.rows as i64;

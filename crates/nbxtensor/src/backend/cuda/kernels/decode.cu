@@ -332,7 +332,7 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
 #define NBX_DEC_MMA_WARPS 4
 #define NBX_DEC_MMA_TILE 16
 
-template <typename S, int D>
+template <int D>
 struct DecodeTile {
     uint4 k[2][D / 32];  // keys g and 8 + g, dims 32c + 8t ..
     uint4 v[4][D / 64];  // keys 2t, 2t + 1, 2t + 8, 2t + 9, dims 64c + 8g ..
@@ -397,7 +397,7 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
     const T* vbase = v + batch * st.v[0] + kh * st.v[1];
     const uint4 none = {0u, 0u, 0u, 0u};
     const int stride = NBX_DEC_MMA_TILE * WARPS;  // keys between a warp's tiles
-    typedef DecodeTile<S, D> Tile;
+    typedef DecodeTile<D> Tile;
     auto fetch_keys = [&](Tile& f, int t0) {
 #pragma unroll
         for (int n = 0; n < 2; ++n) {
