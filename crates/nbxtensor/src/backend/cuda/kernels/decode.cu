@@ -129,6 +129,19 @@ __device__ __forceinline__ int decode_length(const void* length, const DecodeSiz
     return l < 0 ? 0 : (l > z.t ? z.t : (int)l);
 }
 
+// The keys query position i (of z.sq) sees of a cache of `len` valid rows (causal: the
+// queries are its last sq rows).
+__device__ __forceinline__ int decode_visible(const DecodeSizes& z, int len, int i) {
+    int seen = z.causal ? len - z.sq + 1 + i : len;
+    return seen < 0 ? 0 : (seen > len ? len : seen);
+}
+
+// The query head of row gr of cache head kh's group (the rows are the group's heads × sq, its
+// position gr % sq).
+__device__ __forceinline__ int decode_head(const DecodeSizes& z, int kh, int gr) {
+    return kh * (z.hq / z.hk) + gr / z.sq;
+}
+
 // The warps' states of each row of a split block (max, sum, WIDTH values of which the first dv
 // count), combined in a fixed order into the split's partial: (max, sum, values) of each row.
 template <int RB, int WIDTH, int WARPS>
@@ -136,7 +149,6 @@ __device__ __forceinline__ void decode_write_partial(const float (&sm_m)[WARPS][
                                                      const float (&sm_acc)[WARPS][RB][WIDTH], const DecodeSizes& z,
                                                      int group, int kh, int batch, int split,
                                                      float* __restrict__ partials) {
-    const int heads_per_kv = z.hq / z.hk;
     for (int idx = threadIdx.x; idx < RB * WIDTH; idx += blockDim.x) {
         int r = idx / WIDTH, c = idx % WIDTH, gr = group * RB + r;
         if (gr >= z.rows || c >= z.dv) continue;
@@ -150,8 +162,7 @@ __device__ __forceinline__ void decode_write_partial(const float (&sm_m)[WARPS][
             a += sm_acc[w][r][c] * f;
             total += sm_l[w][r] * f;
         }
-        int g = gr / z.sq, i = gr % z.sq, h = kh * heads_per_kv + g;
-        i64 row = ((i64)batch * z.hq + h) * z.sq + i;
+        i64 row = ((i64)batch * z.hq + decode_head(z, kh, gr)) * z.sq + gr % z.sq;
         float* p = partials + (row * z.splits + split) * (2 + z.dv);
         p[2 + c] = a;
         if (c == 0) {
@@ -176,7 +187,6 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int sub = tid % TPK, slot = tid / TPK, c0 = sub * 8;
     const int len = decode_length(length, z, batch);
-    const int heads_per_kv = z.hq / z.hk;
 
     int vis[RB];
     float qv[RB][8];
@@ -188,10 +198,9 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
 #pragma unroll
         for (int e = 0; e < 8; ++e) qv[r][e] = 0.0f;
         if (gr < z.rows) {
-            int g = gr / z.sq, i = gr % z.sq, h = kh * heads_per_kv + g;
-            int seen = z.causal ? len - z.sq + 1 + i : len;
-            vis[r] = seen < 0 ? 0 : (seen > len ? len : seen);
-            const typename S::T* qrow = q + batch * st.q[0] + h * st.q[1] + i * st.q[2];
+            int i = gr % z.sq;
+            vis[r] = decode_visible(z, len, i);
+            const typename S::T* qrow = q + batch * st.q[0] + decode_head(z, kh, gr) * st.q[1] + i * st.q[2];
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
                 int c = c0 + e;
@@ -317,8 +326,9 @@ __device__ __forceinline__ void decode_split(const typename S::T* __restrict__ q
 // 16-byte rows): 4 warps, warp w over the split's tiles of 16 keys w, w + 4, ...; the block's
 // query rows (RB: 8 or 16) are the A rows of mma.sync m16n8k16. The scores S = Q·Kᵀ and the
 // weighted values P·V are products accumulated in float32, P given to the second as two pairs
-// of the cache's type (its rounding and the rest), which keeps float32's accuracy. A lane loads its 16-byte chunks of keys and values
-// straight into its fragments, in the order that makes them its own slots:
+// of the cache's type (its rounding and the rest), which keeps float32's accuracy. A lane loads
+// its 16-byte chunks of keys and values straight into its fragments, in the order that makes
+// them its own slots:
 //   Q·Kᵀ: key n-tile i holds keys 8i + g; the lane loads dims 32c + 8t .. + 7 of its key, and
 //     step 2c + h takes its words 2h (slots 2t, 2t+1) and 2h + 1 (slots 2t+8, 2t+9) — the depth
 //     of the product permuted alike for Q, which is loaded once in that order.
@@ -352,7 +362,6 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
     const int batch = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     const int len = decode_length(length, z, batch);
-    const int heads_per_kv = z.hq / z.hk;
 
     // every row's visible keys (the block's most bounds its loop), the lane's rows g and g + 8,
     // and Q's A fragments in the permuted depth
@@ -360,12 +369,8 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
     unsigned int qa[D / 16][4];
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
-        int gr = group * RB + r, seen = 0;
-        if (gr < z.rows) {
-            int i = gr % z.sq;
-            seen = z.causal ? len - z.sq + 1 + i : len;
-            seen = seen < 0 ? 0 : (seen > len ? len : seen);
-        }
+        int gr = group * RB + r;
+        int seen = gr < z.rows ? decode_visible(z, len, gr % z.sq) : 0;
         most = max(most, seen);
         if (r == g) vis[0] = seen;
         if (r == g + 8) vis[1] = seen;
@@ -378,8 +383,7 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
     for (int half = 0; half < HALVES; ++half) {
         int gr = group * RB + g + 8 * half;
         if (gr >= z.rows) continue;
-        int hd = gr / z.sq, i = gr % z.sq, h = kh * heads_per_kv + hd;
-        const T* qrow = q + batch * st.q[0] + h * st.q[1] + i * st.q[2];
+        const T* qrow = q + batch * st.q[0] + decode_head(z, kh, gr) * st.q[1] + (gr % z.sq) * st.q[2];
 #pragma unroll
         for (int c = 0; c < KC; ++c)
 #pragma unroll
@@ -530,7 +534,8 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
 #pragma unroll
         for (int j = 0; j < NT; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) sm_acc[warp][g + 8 * half][64 * (j / 8) + 8 * (2 * t + e) + j % 8] = o[j][2 * half + e];
+            for (int e = 0; e < 2; ++e)
+                sm_acc[warp][g + 8 * half][64 * (j / 8) + 8 * (2 * t + e) + j % 8] = o[j][2 * half + e];
     }
     __syncthreads();
     decode_write_partial<RB, D + 4, WARPS>(sm_m, sm_l, sm_acc, z, group, kh, batch, split, partials);

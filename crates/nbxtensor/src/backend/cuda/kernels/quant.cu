@@ -208,10 +208,6 @@ __device__ __forceinline__ unsigned int quant_code_pair(unsigned int nibbles) {
     return Mma<S>::fma(nibbles | base, Mma<S>::ONES, base ^ 0x80008000u);
 }
 
-// In the fragment layout of tensor_cores.cuh, step 2q + h of a span gives slot 2t (+1) the
-// lane's chunk element 8q + 2h (+4) and slot 2t+8 (+9) element 8q + 2h + 1 (+5): the nibbles
-// (v >> 8h) and (v >> 8h + 4) of the codes' word q, and the pairs of x built by one byte
-// permutation each.
 // A warp's stream of codes: 16 bytes of each of its block's NBX_MMA_TILES · 8 columns a lane
 // (lane t of group g: column 8j + g, the span's chunk t), the next span's in `next`.
 struct QuantCodeStream {
@@ -237,6 +233,10 @@ struct QuantCodeStream {
     }
 };
 
+// In the fragment layout of tensor_cores.cuh, step 2q + h of a span gives slot 2t (+1) the
+// lane's chunk element 8q + 2h (+4) and slot 2t+8 (+9) element 8q + 2h + 1 (+5): the nibbles
+// (v >> 8h) and (v >> 8h + 4) of the codes' word q, and the pairs of x built by one byte
+// permutation each.
 template <typename S, int MT, int WARPS>
 __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantCodeStream& stream, const unsigned short* scales,
                           i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
