@@ -26,6 +26,12 @@ Options: ``--nbx PATH`` (default target/release/nbx, built by cargo when missing
 per shape, ``--threads``, ``--json FILE`` for the figures, ``--peers onnxruntime,torch`` (the
 peers beside nbxtensor; ``--peers ''`` for none), ``--before PATH`` (another ``nbx`` binary, an
 earlier build, measured in the same run: before/after comparisons).
+
+The int8 peers (``--peers onnxruntime,nbxtensor-int8,onnxruntime-int8``): ``nbx embed --quantize
+int8`` (the dense layers' weights in int8-per-channel, ``matmul_int8``) and onnxruntime on the
+same export quantized as its users quantize it, ``onnxruntime.quantization.quantize_dynamic``
+with its defaults (int8 weights, activations quantized as they run); their "min cosine" column
+is against nbxtensor's float32 embeddings.
 """
 
 import argparse
@@ -43,10 +49,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [(1, 16), (1, 128), (8, 128), (32, 128)]
-PEERS = ["nbxtensor", "onnxruntime", "torch"]
+PEERS = ["nbxtensor", "onnxruntime", "torch", "nbxtensor-int8", "onnxruntime-int8"]
 # a second build of nbx measured beside the first (--before), for before/after comparisons
 BEFORE = "nbx (before)"
 COSINE_FLOOR = 0.9999
+# the int8 peers against the float32 embeddings (issue 16: within cosine 0.999)
+INT8_COSINE_FLOOR = 0.999
 
 
 def model_dir(given):
@@ -139,14 +147,30 @@ def export_onnx(model_path, target):
     partial.replace(target)
 
 
+def quantized_onnx(source, target):
+    """``source`` dynamically quantized to int8 by onnxruntime's own tool, defaults as its
+    documentation gives them (once; kept under benchmarks/out/)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_suffix(".partial.onnx")
+    quantize_dynamic(str(source), str(partial), weight_type=QuantType.QInt8)
+    partial.replace(target)
+
+
 def onnx_peer(args, batches):
-    """onnxruntime on the exported model, all graph optimizations, on the CPU."""
+    """onnxruntime on the exported model (or its int8 quantization, peer onnxruntime-int8),
+    all graph optimizations, on the CPU."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     path = ROOT / "benchmarks" / "out" / "all-minilm-l6-v2.onnx"
     if not path.exists():
         export_onnx(args.model, path)
+    if args.peer == "onnxruntime-int8":
+        int8 = path.with_name("all-minilm-l6-v2.int8.onnx")
+        if not int8.exists():
+            quantized_onnx(path, int8)
+        path = int8
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
@@ -177,7 +201,7 @@ def onnx_peer(args, batches):
 def python_peer(args):
     """Runs one Python peer in this (child) process; writes its figures to ``args.out``."""
     batches = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.batch_files]
-    run = {"torch": torch_peer, "onnxruntime": onnx_peer}[args.peer]
+    run = {"torch": torch_peer, "onnxruntime": onnx_peer, "onnxruntime-int8": onnx_peer}[args.peer]
     times, first, loaded = run(args, batches)
     np.save(Path(args.out).with_suffix(".npy"), first)
     Path(args.out).write_text(json.dumps({"times": times, "loaded_kib": loaded}))
@@ -201,13 +225,14 @@ def run_measured(command, env=None):
     return stdout, stderr, usage.ru_maxrss
 
 
-def nbx_peer(args, nbx, batch_files, warmup, seq, scratch, tag):
-    """nbxtensor through ``nbx embed``: one process embeds every batch (warm-up first)."""
+def nbx_peer(args, nbx, batch_files, warmup, seq, scratch, tag, extra=()):
+    """nbxtensor through ``nbx embed`` (with the options ``extra``): one process embeds every
+    batch (warm-up first)."""
     texts = [t for p in batch_files for t in json.loads(Path(p).read_text(encoding="utf-8"))]
     given, got = scratch / f"nbx-in-{tag}.json", scratch / f"nbx-out-{tag}.json"
     given.write_text(json.dumps(texts), encoding="utf-8")
     batch = len(json.loads(Path(batch_files[0]).read_text(encoding="utf-8")))
-    common = ["--model", str(args.model), "--threads", str(args.threads)]
+    common = ["--model", str(args.model), "--threads", str(args.threads), *extra]
     # the resident set once the model is open: the same command on no text (it opens the
     # model, embeds nothing, and exits)
     empty, empty_out = scratch / "nbx-empty.json", scratch / "nbx-empty-out.json"
@@ -238,7 +263,7 @@ def load_average():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--peer", choices=["torch", "onnxruntime"], help=argparse.SUPPRESS)
+    parser.add_argument("--peer", choices=["torch", "onnxruntime", "onnxruntime-int8"], help=argparse.SUPPRESS)
     parser.add_argument("--batch-files", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--seq", type=int, default=128, help=argparse.SUPPRESS)
@@ -248,8 +273,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=None, help="warm-up batches per shape (default 5 at batch 1, else 2)")
     parser.add_argument("--repeats", type=int, default=None, help="timed batches per shape (default 40 at batch 1, 20 at up to 8, else 10)")
     parser.add_argument("--json", default=None)
-    parser.add_argument("--peers", default=",".join(PEERS[1:]),
-                        help="the peers beside nbxtensor, comma-separated (default onnxruntime,torch; '' for none)")
+    parser.add_argument("--peers", default="onnxruntime,torch",
+                        help="the peers beside nbxtensor, comma-separated (default onnxruntime,torch; also "
+                             "nbxtensor-int8, onnxruntime-int8; '' for none)")
     parser.add_argument("--before", default=None, help="another nbx binary (an earlier build) measured beside nbxtensor")
     parser.add_argument("--shapes", default=",".join(f"{b}x{s}" for b, s in SHAPES),
                         help="batch x tokens, comma-separated (default %(default)s)")
@@ -285,9 +311,12 @@ def main():
                 files.append(str(path))
             for peer in peers:
                 print(f"{tag}: {peer} ...", flush=True)
-                if peer in ("nbxtensor", BEFORE):
-                    binary = nbx if peer == "nbxtensor" else Path(args.before)
-                    times, first, loaded, peak, memory = nbx_peer(args, binary, files, warmup, seq, scratch, f"{tag}-{len(results)}")
+                if peer in ("nbxtensor", "nbxtensor-int8", BEFORE):
+                    binary = Path(args.before) if peer == BEFORE else nbx
+                    extra = ["--quantize", "int8"] if peer == "nbxtensor-int8" else []
+                    times, first, loaded, peak, memory = nbx_peer(
+                        args, binary, files, warmup, seq, scratch, f"{tag}-{len(results)}", extra
+                    )
                     print(f"  {memory}")
                 else:
                     out = scratch / f"{peer}-{tag}.json"
@@ -311,7 +340,7 @@ def main():
     print()
     print(f"all-MiniLM-L6-v2, {args.threads} threads each, full attention mask; "
           f"median (best) ms per batch; ratio = peer median / nbxtensor median")
-    header = f"{'shape':<8} {'peer':<13} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
+    header = f"{'shape':<8} {'peer':<16} {'median ms':>10} {'best ms':>9} {'ratio':>6} {'peak MiB':>9} {'+ over loaded':>14} {'min cosine':>11}"
     print(header)
     print("-" * len(header))
     for batch, seq in shapes:
@@ -320,7 +349,7 @@ def main():
         for peer in peers:
             r = results[(peer, tag)]
             cosine = "" if peer == "nbxtensor" else f"{agreement[(peer, tag)]:.7f}"
-            print(f"{tag:<8} {peer:<13} {r['median_ms']:>10.2f} {r['best_ms']:>9.2f} {r['median_ms'] / base:>6.2f} "
+            print(f"{tag:<8} {peer:<16} {r['median_ms']:>10.2f} {r['best_ms']:>9.2f} {r['median_ms'] / base:>6.2f} "
                   f"{r['peak_mib']:>9.1f} {r['peak_mib'] - r['loaded_mib']:>14.1f} {cosine:>11}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in after)}")
     if args.json:
@@ -328,9 +357,9 @@ def main():
             "results": {f"{p} {t}": r for (p, t), r in results.items()},
             "min_cosine": {f"{p} {t}": c for (p, t), c in agreement.items()},
         }, indent=2))
-    bad = {k: c for k, c in agreement.items() if c < COSINE_FLOOR}
+    bad = {k: c for k, c in agreement.items() if c < (INT8_COSINE_FLOOR if k[0].endswith("-int8") else COSINE_FLOOR)}
     if bad:
-        sys.exit(f"the peers disagree with nbxtensor (cosine < {COSINE_FLOOR}): {bad}")
+        sys.exit(f"the peers disagree with nbxtensor (cosine < {COSINE_FLOOR}, {INT8_COSINE_FLOOR} for int8): {bad}")
 
 
 if __name__ == "__main__":

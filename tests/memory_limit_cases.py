@@ -103,11 +103,14 @@ CASES = {
                            lambda: [complex_row.expand(1 << 16, W), complex_t((W, 256))]),
     "inv (linalg)": (ops.inv, lambda: [square.expand(256, 64, 64)], lambda: [square.expand(1 << 13, 64, 64)]),
     "pack_int4": (ops.pack_int4, lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 16, W)]),
+    "pack_int8": (ops.pack_int8, lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 16, W)]),
     "copy (contiguous)": (lambda x: x.contiguous(), lambda: [row.expand(4096, W)], lambda: [row.expand(1 << 15, W)]),
 }
 
 packed = ops.pack_int4(t((256, W)))
 CASES["matmul_int4"] = (ops.matmul_int4, lambda: [row.expand(512, W), *packed], lambda: [row.expand(1 << 16, W), *packed])
+codes = ops.pack_int8(t((256, W)))
+CASES["matmul_int8"] = (ops.matmul_int8, lambda: [row.expand(512, W), *codes], lambda: [row.expand(1 << 16, W), *codes])
 
 
 def copy_cases():

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 pub const USAGE: &str = "\
 usage:
   nbx embed --model DIR --input FILE.json --output FILE.json [--device cpu|cuda|vulkan|metal] [--batch N] [--pad-multiple N]
-            [--capture-at N] [--threads N]
-  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME] [--svg FILE] [--threads N]
+            [--capture-at N] [--quantize int8] [--threads N]
+  nbx price --model DIR [--batch N] [--seq N] [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME] [--svg FILE]
+            [--quantize int8] [--threads N]
   nbx price --model DIR --context N [--prompt-tokens N] [--dtype float32|bfloat16|float16] [--quantize int4]
             [--device cpu|cuda|vulkan|metal] [--device-file VENDOR/NAME]
   nbx generate --model DIR (--prompt TEXT | --prompt-ids FILE.json) [--max-new-tokens N] [--device cpu|cuda|vulkan|metal]
@@ -22,7 +23,9 @@ usage:
          tokens (fewer distinct shapes, so fewer captures; padding weighs nothing, the embeddings
          move only by float rounding). A batch shape met for the first time runs op by op; the
          --capture-at-th time (default 2) it is traced, planned and captured, and its replay
-         serves every later batch of that shape (--capture-at 1: every shape captured at once)
+         serves every later batch of that shape (--capture-at 1: every shape captured at once).
+         --quantize int8 (CPU) quantizes the dense layers' weights at load to int8-per-channel
+         and runs them as matmul_int8, each row of activations quantized to 8 bits as it goes
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
          on the rates of a device file. For a Llama-family decoder, the memory of a generation
@@ -74,8 +77,28 @@ pub struct Options {
     pub prompt_tokens: Option<usize>,
     /// `--dtype` (a decoder's; `None`: the checkpoint's).
     pub dtype: Option<nbxtensor::DType>,
-    /// `--quantize int4` (a decoder's projections quantized at load).
-    pub int4: bool,
+    /// `--quantize` (an encoder's dense layers in int8, a decoder's projections in int4).
+    pub quantize: Option<Quantize>,
+}
+
+/// The weights' layout asked for by `--quantize`, chosen at load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantize {
+    /// int4-g128-asym: a decoder's projections (`matmul_int4`).
+    Int4,
+    /// int8-per-channel: an encoder's dense layers (`matmul_int8`).
+    Int8,
+}
+
+impl Quantize {
+    /// The layout named by `--quantize`'s value.
+    pub fn parse(value: &str) -> Result<Quantize, String> {
+        match value {
+            "int4" => Ok(Quantize::Int4),
+            "int8" => Ok(Quantize::Int8),
+            other => Err(format!("unknown --quantize {other:?} (int8 for an encoder, int4 for a decoder)")),
+        }
+    }
 }
 
 /// A parsed command.
@@ -92,8 +115,17 @@ pub enum Command {
 }
 
 /// Options each command takes.
-const EMBED_OPTIONS: [&str; 8] =
-    ["--model", "--input", "--output", "--device", "--batch", "--pad-multiple", "--capture-at", "--threads"];
+const EMBED_OPTIONS: [&str; 9] = [
+    "--model",
+    "--input",
+    "--output",
+    "--device",
+    "--batch",
+    "--pad-multiple",
+    "--capture-at",
+    "--quantize",
+    "--threads",
+];
 const PRICE_OPTIONS: [&str; 11] = [
     "--model",
     "--batch",
@@ -146,7 +178,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         context: None,
         prompt_tokens: None,
         dtype: None,
-        int4: false,
+        quantize: None,
     };
     let mut model = None;
     let mut rest = args[1..].iter();
@@ -168,7 +200,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--context" => o.context = Some(number(option, value)?),
             "--prompt-tokens" => o.prompt_tokens = Some(number(option, value)?),
             "--dtype" => o.dtype = Some(crate::generate::decoder_dtype(value)?),
-            "--quantize" => o.int4 = crate::generate::quantized(value)?,
+            "--quantize" => o.quantize = Some(Quantize::parse(value)?),
             "--device" => o.device = device_option(value)?,
             "--device-file" => {
                 let (vendor, name) = value
@@ -183,6 +215,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     if command == "embed" {
         if o.input.is_none() || o.output.is_none() {
             return Err("nbx embed needs --input FILE.json and --output FILE.json".into());
+        }
+        if o.quantize == Some(Quantize::Int4) {
+            return Err("nbx embed takes --quantize int8 (int4 is a decoder's, for nbx generate)".into());
         }
         return Ok(Command::Embed(o));
     }
@@ -234,5 +269,22 @@ mod tests {
         assert!(parse(&args("price --model m --context 0")).unwrap_err().contains("--context"));
         assert!(parse(&args("price --model m --dtype int8")).unwrap_err().contains("int8"));
         assert!(parse(&args("embed --model m --input a --output b --context 5")).unwrap_err().contains("--context"));
+    }
+
+    #[test]
+    fn quantize_takes_int8_for_an_encoder_and_int4_for_a_decoder() {
+        let Command::Embed(o) = parse(&args("embed --model m --input a --output b --quantize int8")).unwrap() else {
+            panic!("not embed")
+        };
+        assert_eq!(o.quantize, Some(Quantize::Int8));
+        let Command::Price(o) = parse(&args("price --model m --quantize int4")).unwrap() else { panic!("not price") };
+        assert_eq!(o.quantize, Some(Quantize::Int4));
+        let int4 = parse(&args("embed --model m --input a --output b --quantize int4")).unwrap_err();
+        assert!(int4.contains("--quantize int8") && int4.contains("decoder"), "{int4}");
+        let unknown = parse(&args("price --model m --quantize int2")).unwrap_err();
+        assert!(unknown.contains("int2") && unknown.contains("int8") && unknown.contains("int4"), "{unknown}");
+        let decoder = crate::generate::quantized("int8").unwrap_err();
+        assert!(decoder.contains("encoder") && decoder.contains("int4"), "{decoder}");
+        assert_eq!(crate::generate::quantized("int4"), Ok(true));
     }
 }

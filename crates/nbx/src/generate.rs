@@ -76,11 +76,13 @@ pub fn decoder_dtype(value: &str) -> Result<DType, String> {
     }
 }
 
-/// The `--quantize` of a decoder: `int4` (int4-g128-asym, the only one).
+/// The `--quantize` of a decoder: `int4` (int4-g128-asym, the only one a decoder takes).
 pub fn quantized(value: &str) -> Result<bool, String> {
-    match value {
-        "int4" => Ok(true),
-        other => Err(format!("unknown --quantize {other:?} (int4)")),
+    match crate::args::Quantize::parse(value)? {
+        crate::args::Quantize::Int4 => Ok(true),
+        crate::args::Quantize::Int8 => {
+            Err("--quantize int8 is an encoder's (nbx embed); a decoder takes --quantize int4".into())
+        }
     }
 }
 

@@ -23,7 +23,11 @@ fn open_model(o: &Options) -> Result<SentenceEmbedder, String> {
     if !o.model.is_dir() {
         return Err(format!("no model directory {} (see --model)", o.model.display()));
     }
-    SentenceEmbedder::open_on(&o.model, o.device).map_err(|e| e.to_string())
+    let mut model = SentenceEmbedder::open_on(&o.model, o.device).map_err(|e| e.to_string())?;
+    if o.quantize == Some(args::Quantize::Int8) {
+        model.quantize_int8().map_err(|e| e.to_string())?;
+    }
+    Ok(model)
 }
 
 /// Runs the command line `args` (without the program's name) and returns the exit status:

@@ -4,7 +4,7 @@
 //! from its config and safetensors headers alone (`GenerationPrice`): weights, KV cache, the
 //! prefill and decode arenas, and what the run holds.
 
-use crate::args::Options;
+use crate::args::{Options, Quantize};
 use crate::open_model;
 use nbxtensor::backend::{self, Peaks};
 use nbxtensor_models::llama::{Family, Llama, Placement};
@@ -34,7 +34,7 @@ pub fn run(o: &Options) -> Result<(), String> {
                 (o.context.is_some(), "--context"),
                 (o.prompt_tokens.is_some(), "--prompt-tokens"),
                 (o.dtype.is_some(), "--dtype"),
-                (o.int4, "--quantize"),
+                (o.quantize == Some(Quantize::Int4), "--quantize int4"),
             ] {
                 if given {
                     return Err(format!(
@@ -67,10 +67,12 @@ pub fn run(o: &Options) -> Result<(), String> {
         model.dimension()
     );
     println!("shape       batch {} x seq {} tokens", o.batch, seq);
-    println!(
-        "parameters  {parameters} ({} of float32 weights, mapped from the file, each layer's q/k/v copied into one joined weight)",
-        mib(weight_bytes)
-    );
+    let held = if o.quantize == Some(Quantize::Int8) {
+        "the dense layers' weights quantized to int8-per-channel at load, the rest float32 mapped from the file"
+    } else {
+        "float32, mapped from the file, each layer's q/k/v copied into one joined weight"
+    };
+    println!("parameters  {parameters} ({} of weights: {held})", mib(weight_bytes));
     println!("launches    {}", program.steps.len());
     println!(
         "arena       {} bytes ({}), lower bound {} bytes, ratio {:.4}",
@@ -124,7 +126,11 @@ fn run_decoder(o: &Options, family: Family) -> Result<(), String> {
     }
     let context = o.context.ok_or("a decoder is priced for a context: give --context N")?;
     let prompt_tokens = o.prompt_tokens.unwrap_or(context);
-    let placement = Placement { device: o.device, dtype: o.dtype, int4: o.int4 };
+    if o.quantize == Some(Quantize::Int8) {
+        return Err("--quantize int8 is an encoder's (its dense layers); a decoder takes --quantize int4".into());
+    }
+    let int4 = o.quantize == Some(Quantize::Int4);
+    let placement = Placement { device: o.device, dtype: o.dtype, int4 };
     let (llama, allocated) = Llama::open_priced(&o.model, placement).map_err(|e| e.to_string())?;
     let price = llama.price(allocated, context, prompt_tokens, None).map_err(|e| e.to_string())?;
     let c = &llama.config;
@@ -135,7 +141,7 @@ fn run_decoder(o: &Options, family: Family) -> Result<(), String> {
         c.hidden_size,
         price.device,
         price.dtype,
-        if o.int4 { ", its layers' projections in int4-g128-asym" } else { "" }
+        if int4 { ", its layers' projections in int4-g128-asym" } else { "" }
     );
     println!(
         "generation  {} positions; a prompt of {prompt_tokens} tokens (prefill bucket {}), then decode steps, greedy",

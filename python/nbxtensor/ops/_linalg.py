@@ -36,6 +36,21 @@ def pack_int4(weight: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return packed, scales, minima
 
 
+def matmul_int8(x: Tensor, codes: Tensor, scales: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ W.T + bias`` with W ``[N, K]`` in the int8-per-channel layout: ``codes`` int8 ``[N, K]``,
+    ``scales`` float32 ``[N]`` (``w = code * scale``), ``bias`` (optional) float32 ``[N]``; ``x``
+    ``[..., K]`` float32, each row quantized to 8 bits over its own range as the product runs."""
+    inputs = [x, codes, scales] if bias is None else [x, codes, scales, bias]
+    return _core.call("matmul_int8", inputs, {})[0]
+
+
+def pack_int8(weight: Tensor) -> tuple[Tensor, Tensor]:
+    """Quantizes a float ``[N, K]`` weight into the int8-per-channel layout (per row: the scale
+    ``max |w| / 127`` in float32, codes rounded to nearest in -127..127); returns ``(codes, scales)``."""
+    codes, scales = _core.call("pack_int8", [weight], {})
+    return codes, scales
+
+
 def embedding(indices: Tensor, table: Tensor) -> Tensor:
     """The rows of ``table`` ``[V, D]`` at ``indices`` (int32 or int64, any shape): ``[*indices.shape, D]``."""
     return _core.call("embedding", [indices, table], {})[0]
@@ -112,6 +127,8 @@ __all__ = [
     "linear",
     "matmul_int4",
     "pack_int4",
+    "matmul_int8",
+    "pack_int8",
     "embedding",
     "index_select",
     "concat",

@@ -6,9 +6,10 @@
 //! come from one product by the joined weight ([`LayerWeights::qkv`](super::LayerWeights)),
 //! taken as strided views of its output (every backend's `sdpa` reads its operands through
 //! their strides); each residual add and the layer norm after it are one `add_layer_norm`
-//! (bit for bit `add` then `layer_norm`).
+//! (bit for bit `add` then `layer_norm`). Dense layers quantized to int8 at load
+//! ([`BertWeights::quantized_int8`]) run `matmul_int8`, x quantized per row as it runs.
 
-use super::{BertConfig, BertWeights, Dense, Norm};
+use super::{BertConfig, BertWeights, Dense, DenseWeight, Norm};
 use crate::error::{ModelError, Result};
 use nbxtensor::kernel::{AttrValue, Attrs, KernelError};
 use nbxtensor::ops;
@@ -31,7 +32,10 @@ fn op(name: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Tensor, KernelErr
 }
 
 fn dense(x: &Tensor, d: &Dense) -> Result<Tensor, KernelError> {
-    op("linear", &Attrs::new(), &[x, &d.weight, &d.bias])
+    match &d.weight {
+        DenseWeight::Float(weight) => op("linear", &Attrs::new(), &[x, weight, &d.bias]),
+        DenseWeight::Int8 { codes, scales } => op("matmul_int8", &Attrs::new(), &[x, codes, scales, &d.bias]),
+    }
 }
 
 impl Bert {

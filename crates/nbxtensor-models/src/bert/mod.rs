@@ -6,4 +6,4 @@ mod weights;
 
 pub use config::BertConfig;
 pub use encoder::Bert;
-pub use weights::{BertWeights, Dense, EmbeddingWeights, LayerWeights, Norm};
+pub use weights::{BertWeights, Dense, DenseWeight, EmbeddingWeights, LayerWeights, Norm};

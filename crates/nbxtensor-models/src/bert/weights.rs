@@ -1,7 +1,9 @@
 //! A BERT model's weights, read from `model.safetensors` by memory map (zero-copy where the
 //! file's data is aligned), checked name by name against the config's sizes. Each layer's
 //! query, key and value projections are the one exception: they are joined into one matrix at
-//! load (a copy), so that attention's three products are one.
+//! load (a copy), so that attention's three products are one. [`BertWeights::quantized_int8`]
+//! turns every dense layer's weight into the int8-per-channel layout (`pack_int8`), for the
+//! dynamically quantized products of `matmul_int8`.
 
 use super::BertConfig;
 use crate::error::{ModelError, Result};
@@ -21,22 +23,76 @@ pub struct Norm {
     pub bias: Tensor,
 }
 
+/// A dense layer's weight `[out, in]`: float32 as the file holds it, or quantized.
+#[derive(Clone)]
+pub enum DenseWeight {
+    /// float32 `[out, in]`, multiplied by `linear`.
+    Float(Tensor),
+    /// The int8-per-channel layout (`pack_int8`): int8 `codes [out, in]` and float32
+    /// `scales [out]`, multiplied by `matmul_int8`.
+    Int8 {
+        /// One signed code per element.
+        codes: Tensor,
+        /// One scale per output row.
+        scales: Tensor,
+    },
+}
+
+impl DenseWeight {
+    /// Its tensors.
+    pub fn tensors(&self) -> Vec<&Tensor> {
+        match self {
+            DenseWeight::Float(weight) => vec![weight],
+            DenseWeight::Int8 { codes, scales } => vec![codes, scales],
+        }
+    }
+
+    /// The weight's elements (`out · in`, whatever its layout).
+    pub fn elements(&self) -> u64 {
+        match self {
+            DenseWeight::Float(weight) => weight.numel() as u64,
+            DenseWeight::Int8 { codes, .. } => codes.numel() as u64,
+        }
+    }
+}
+
 /// A dense layer: `x · weightᵀ + bias`.
 #[derive(Clone)]
 pub struct Dense {
     /// `[out, in]`.
-    pub weight: Tensor,
-    /// `[out]`.
+    pub weight: DenseWeight,
+    /// `[out]`, float32.
     pub bias: Tensor,
 }
 
 impl Dense {
-    /// The layers `parts` (of one input width) as one: their weights' rows one after the other,
-    /// and their biases likewise, copied into new tensors.
-    fn joined(parts: &[Dense]) -> Result<Dense> {
-        let weights: Vec<&Tensor> = parts.iter().map(|d| &d.weight).collect();
-        let biases: Vec<&Tensor> = parts.iter().map(|d| &d.bias).collect();
-        Ok(Dense { weight: Tensor::concat(&weights, 0)?, bias: Tensor::concat(&biases, 0)? })
+    /// The float layers `parts` (of one input width) as one: their weights' rows one after
+    /// the other, and their biases likewise, copied into new tensors.
+    fn joined(parts: &[(Tensor, Tensor)]) -> Result<Dense> {
+        let weights: Vec<&Tensor> = parts.iter().map(|(w, _)| w).collect();
+        let biases: Vec<&Tensor> = parts.iter().map(|(_, b)| b).collect();
+        Ok(Dense { weight: DenseWeight::Float(Tensor::concat(&weights, 0)?), bias: Tensor::concat(&biases, 0)? })
+    }
+
+    /// This layer with `f` applied to each of its tensors.
+    fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Dense> {
+        let weight = match &self.weight {
+            DenseWeight::Float(w) => DenseWeight::Float(f(w)?),
+            DenseWeight::Int8 { codes, scales } => DenseWeight::Int8 { codes: f(codes)?, scales: f(scales)? },
+        };
+        Ok(Dense { weight, bias: f(&self.bias)? })
+    }
+
+    /// This layer with its weight in the int8-per-channel layout (itself when it is already).
+    fn quantized_int8(&self) -> Result<Dense> {
+        let weight = match &self.weight {
+            DenseWeight::Float(w) => {
+                let (codes, scales) = w.pack_int8()?;
+                DenseWeight::Int8 { codes, scales }
+            }
+            int8 => int8.clone(),
+        };
+        Ok(Dense { weight, bias: self.bias.clone() })
     }
 }
 
@@ -92,11 +148,17 @@ impl Named {
         Ok(tensor)
     }
 
+    /// The weight and bias of dense layer `prefix`.
+    fn dense_parts(&mut self, prefix: &str, out: usize, input: usize) -> Result<(Tensor, Tensor)> {
+        Ok((
+            self.float32(&format!("{prefix}.weight"), &[out, input])?,
+            self.float32(&format!("{prefix}.bias"), &[out])?,
+        ))
+    }
+
     fn dense(&mut self, prefix: &str, out: usize, input: usize) -> Result<Dense> {
-        Ok(Dense {
-            weight: self.float32(&format!("{prefix}.weight"), &[out, input])?,
-            bias: self.float32(&format!("{prefix}.bias"), &[out])?,
-        })
+        let (weight, bias) = self.dense_parts(prefix, out, input)?;
+        Ok(Dense { weight: DenseWeight::Float(weight), bias })
     }
 
     fn norm(&mut self, prefix: &str, hidden: usize) -> Result<Norm> {
@@ -136,7 +198,7 @@ impl BertWeights {
             .map(|n| {
                 let p = format!("encoder.layer.{n}");
                 let projections = ["query", "key", "value"]
-                    .map(|name| named.dense(&format!("{p}.attention.self.{name}"), h, h))
+                    .map(|name| named.dense_parts(&format!("{p}.attention.self.{name}"), h, h))
                     .into_iter()
                     .collect::<Result<Vec<_>>>()?;
                 Ok(LayerWeights {
@@ -158,7 +220,8 @@ impl BertWeights {
         let mut all = vec![&e.word, &e.position, &e.token_type, &e.norm.weight, &e.norm.bias];
         for l in &self.layers {
             for d in [&l.qkv, &l.attention_out, &l.intermediate, &l.output] {
-                all.extend([&d.weight, &d.bias]);
+                all.extend(d.weight.tensors());
+                all.push(&d.bias);
             }
             for n in [&l.attention_norm, &l.output_norm] {
                 all.extend([&n.weight, &n.bias]);
@@ -170,7 +233,7 @@ impl BertWeights {
     /// Every weight copied to `device` (itself when already there).
     pub fn to(&self, device: Device) -> Result<BertWeights> {
         let t = |x: &Tensor| x.to(device);
-        let dense = |d: &Dense| Ok::<_, ModelError>(Dense { weight: t(&d.weight)?, bias: t(&d.bias)? });
+        let dense = |d: &Dense| d.map(|x| Ok(x.to(device)?));
         let norm = |n: &Norm| Ok::<_, ModelError>(Norm { weight: t(&n.weight)?, bias: t(&n.bias)? });
         let e = &self.embeddings;
         let embeddings = EmbeddingWeights {
@@ -196,9 +259,39 @@ impl BertWeights {
         Ok(BertWeights { embeddings, layers })
     }
 
-    /// Weights in all (elements).
+    /// Every dense layer's weight in the int8-per-channel layout (`pack_int8`, on the
+    /// weights' device); the embeddings, norms and biases stay float32.
+    pub fn quantized_int8(&self) -> Result<BertWeights> {
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(LayerWeights {
+                    qkv: l.qkv.quantized_int8()?,
+                    attention_out: l.attention_out.quantized_int8()?,
+                    intermediate: l.intermediate.quantized_int8()?,
+                    output: l.output.quantized_int8()?,
+                    ..l.clone()
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BertWeights { embeddings: self.embeddings.clone(), layers })
+    }
+
+    /// Weights in all (elements; a quantized weight counts its codes, not its scales).
     pub fn parameters(&self) -> u64 {
-        self.tensors().iter().map(|t| t.numel() as u64).sum()
+        let e = &self.embeddings;
+        let embeddings = [&e.word, &e.position, &e.token_type, &e.norm.weight, &e.norm.bias];
+        let mut total: u64 = embeddings.iter().map(|t| t.numel() as u64).sum();
+        for l in &self.layers {
+            for d in [&l.qkv, &l.attention_out, &l.intermediate, &l.output] {
+                total += d.weight.elements() + d.bias.numel() as u64;
+            }
+            for n in [&l.attention_norm, &l.output_norm] {
+                total += (n.weight.numel() + n.bias.numel()) as u64;
+            }
+        }
+        total
     }
 
     /// Bytes of the weights (each tensor's elements times its dtype's width).

@@ -25,7 +25,7 @@ use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::linalg::{Linalg, LinalgOp};
 use super::spec::matmul::Product;
-use super::spec::quant::{Int4Layout, MatmulInt4, PackInt4};
+use super::spec::quant::{Int4Layout, Int8Layout, MatmulInt4, MatmulInt8, PackInt4, PackInt8};
 use super::spec::reduce::{Reduce, ReduceOp};
 use super::spec::rows::{Norm, Rope, Softmax};
 use super::spec::sample::Sample;
@@ -635,6 +635,24 @@ impl Tensor {
         match (out.next(), out.next(), out.next()) {
             (Some(p), Some(s), Some(m)) => Ok((p, s, m)),
             _ => Err(KernelError::Invalid("pack_int4: gave fewer than three outputs".into())),
+        }
+    }
+
+    /// `self · Wᵀ (+ bias)` for float32 `self`, with `W` in the int8-per-channel layout
+    /// (`codes`, `scales`), each row of `self` quantized to 8 bits on the fly.
+    pub fn matmul_int8(&self, codes: &Tensor, scales: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let layout = Int8Layout::of_table("matmul_int8")?;
+        let inputs: Vec<&Tensor> = [self, codes, scales].into_iter().chain(bias).collect();
+        Ok(one(run(MatmulInt8 { layout }, &inputs)?))
+    }
+
+    /// The weight `[N, K]` quantized into the int8-per-channel layout: `(codes, scales)`.
+    pub fn pack_int8(&self) -> Result<(Tensor, Tensor)> {
+        let layout = Int8Layout::of_table("pack_int8")?;
+        let mut out = run(PackInt8 { dtype: self.dtype(), layout }, &[self])?.into_iter();
+        match (out.next(), out.next()) {
+            (Some(codes), Some(scales)) => Ok((codes, scales)),
+            _ => Err(KernelError::Invalid("pack_int8: gave fewer than two outputs".into())),
         }
     }
 

@@ -136,6 +136,8 @@ conformance! {
     sample::sample_capture_replay,
     quant::pack_int4_values,
     quant::matmul_int4_values,
+    quant::pack_int8_values,
+    quant::matmul_int8_values,
     quant::quant_capture_replay,
     create::iota_values,
     scan::scan_values,

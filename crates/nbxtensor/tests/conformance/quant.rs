@@ -11,6 +11,14 @@
 //! matmul_int4 is checked against a float64 product with the dequantized weight of random
 //! codes, scales and minima (independent of pack_int4): the kernels fold `scale·Σx·code +
 //! minimum·Σx`, so the bound is k·2⁻²³·Σ|x|·(|code·scale| + |minimum|) plus 2 ulp of float32.
+//!
+//! `pack_int8` (a float weight `[N, K]` into the int8-per-channel layout) is checked against its
+//! definition: each row's scale is `max |w| / 127` (2 ulp of float32), each code in −127..=127
+//! reconstructs its element within half a step. `matmul_int8` (x quantized per row to 8 bits
+//! over its range widened to 0, the code products summed exactly) is checked against the
+//! float64 product with random codes and scales, within the error x's quantization allows:
+//! half a step of the row's range (`(max(x, 0) − min(x, 0)) / 255`) times `Σ|w|`, plus 4 ulp
+//! of float32 of `Σ|x·w|` for the scaling.
 
 use crate::cases::{self, Draw};
 use crate::harness::{assert_refused, assert_replay_matches, read, Coverage, Layout, Target};
@@ -24,7 +32,9 @@ const LEVELS: u8 = 15;
 
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
-    matches!(op, "pack_int4" | "matmul_int4") && matches!(dtype, DType::Float32 | DType::Float16 | DType::Bfloat16)
+    let floats = matches!(dtype, DType::Float32 | DType::Float16 | DType::Bfloat16);
+    (matches!(op, "pack_int4" | "matmul_int4" | "pack_int8") && floats)
+        || (op == "matmul_int8" && dtype == DType::Float32)
 }
 
 /// Code `i` of a row of packed bytes.
@@ -217,30 +227,198 @@ pub fn matmul_int4_values(target: &Target) {
     coverage.assert_complete();
 }
 
-/// Programs of pack_int4 and matmul_int4 captured and replayed on fresh inputs: byte-equal
-/// to eager runs.
+/// Programs of the family's ops captured and replayed on fresh inputs: byte-equal to eager
+/// runs.
 pub fn quant_capture_replay(target: &Target) {
     let mut coverage = Coverage::new(target, "quant", "capture/replay");
     let mut draw = Draw::new(92);
     for (op, dtype) in target.entries("quant") {
         let what = target.what(op, dtype, "capture/replay");
-        if op == "pack_int4" {
+        if op.starts_with("pack_") {
             let mut input = || [target.tensor(dtype, &[3, 256], &cases::floats(&mut draw, dtype, 768, -1.0, 1.0))];
             let (first, fresh) = (input(), input());
             let model = |t: &[Tensor]| target.run(op, dtype, &Attrs::new(), &[&t[0]]);
             assert_replay_matches(&what, &first, &fresh, &model);
         } else {
-            let (weight, _) = random_weight(target, &mut draw, 8, 256);
+            let weight = if op == "matmul_int4" {
+                random_weight(target, &mut draw, 8, 256).0.to_vec()
+            } else {
+                let (codes, scales, _) = random_int8_weight(target, &mut draw, 8, 256);
+                let bias = target.tensor(DType::Float32, &[8], &cases::floats(&mut draw, DType::Float32, 8, -1.0, 1.0));
+                vec![codes, scales, bias]
+            };
             for rows in [3usize, 20] {
                 let mut input = || {
                     [target.tensor(dtype, &[rows as i64, 256], &cases::floats(&mut draw, dtype, rows * 256, -1.0, 1.0))]
                 };
                 let (first, fresh) = (input(), input());
-                let model =
-                    |t: &[Tensor]| target.run(op, dtype, &Attrs::new(), &[&t[0], &weight[0], &weight[1], &weight[2]]);
+                let model = |t: &[Tensor]| {
+                    let inputs: Vec<&Tensor> = std::iter::once(&t[0]).chain(&weight).collect();
+                    target.run(op, dtype, &Attrs::new(), &inputs)
+                };
                 assert_replay_matches(&what, &first, &fresh, &model);
             }
         }
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// Checks pack_int8 of `w` (`[n, k]`, logical elements `lw`).
+fn check_pack_int8(target: &Target, dtype: DType, case: &str, w: &Tensor, lw: &[Elem]) {
+    let what = target.what("pack_int8", dtype, case);
+    let (n, k) = (w.shape()[0] as usize, w.shape()[1] as usize);
+    let outputs = target.run("pack_int8", dtype, &Attrs::new(), &[w]).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let metas: Vec<(DType, Vec<i64>)> = outputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
+    assert_eq!(
+        metas,
+        vec![(DType::Int8, vec![n as i64, k as i64]), (DType::Float32, vec![n as i64])],
+        "{what}: outputs"
+    );
+    let codes: Vec<i8> = crate::harness::read_bytes(&outputs[0]).into_iter().map(|b| b as i8).collect();
+    let scales = read(&outputs[1]);
+    for r in 0..n {
+        let values: Vec<f64> = (0..k).map(|i| lw[r * k + i].f()).collect();
+        let largest = values.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        let s = scales[r].f();
+        let at = format!("{what}: row {r}");
+        assert!(float_ok(DType::Float32, s, largest / 127.0, Tol::ulps(2.0)), "{at}: scale {s} for |w| ≤ {largest}");
+        for (i, &x) in values.iter().enumerate() {
+            let c = codes[r * k + i];
+            assert!((-127..=127).contains(&c), "{at}: code {c}");
+            if s == 0.0 {
+                assert_eq!(c, 0, "{at}: a row of zeros codes 0");
+                continue;
+            }
+            let error = (x - f64::from(c) * s).abs();
+            assert!(error <= s / 2.0 + pow2(-20) * x.abs(), "{at}: element {i} = {x} coded {c} (scale {s})");
+        }
+    }
+}
+
+/// pack_int8 on every dtype: random rows of several magnitudes, a row of zeros, a transposed
+/// weight; a non-finite weight and a weight that is not 2-d refused by name.
+pub fn pack_int8_values(target: &Target) {
+    let mut coverage = Coverage::new(target, "quant", "pack_int8").only("pack_int8");
+    let mut draw = Draw::new(93);
+    for (op, dtype) in target.entries("quant") {
+        if op != "pack_int8" {
+            continue;
+        }
+        let mut lw = cases::floats(&mut draw, dtype, 5 * 70, -2.0, 3.0);
+        lw[70..140].iter_mut().for_each(|e| *e = Elem::F(0.0));
+        for (i, e) in lw[140..210].iter_mut().enumerate() {
+            *e = Elem::F(cases::float_input(dtype, (i as f64 - 30.0) * 37.0));
+        }
+        let w = target.tensor(dtype, &[5, 70], &lw);
+        check_pack_int8(target, dtype, "values", &w, &lw);
+        let (wt, lt) = target.view(
+            dtype,
+            &[4, 33],
+            Layout::Transposed,
+            &cases::floats(&mut draw, dtype, 132, -1.0, 1.0),
+            cases::poison(dtype),
+        );
+        check_pack_int8(target, dtype, "transposed weight", &wt, &lt);
+        let mut nan = cases::floats(&mut draw, dtype, 40, -1.0, 1.0);
+        nan[25] = Elem::F(f64::NAN);
+        let bad = target.tensor(dtype, &[2, 20], &nan);
+        assert_refused(
+            &target.what(op, dtype, "a NaN weight"),
+            target.run(op, dtype, &Attrs::new(), &[&bad]),
+            &["pack_int8", "row 1"],
+        );
+        let flat = target.tensor(dtype, &[20], &cases::floats(&mut draw, dtype, 20, -1.0, 1.0));
+        assert_refused(
+            &target.what(op, dtype, "a 1-d weight"),
+            target.run(op, dtype, &Attrs::new(), &[&flat]),
+            &["pack_int8", "2-d"],
+        );
+        coverage.saw(op, dtype);
+    }
+    coverage.assert_complete();
+}
+
+/// Random int8 weights `[n, k]`: codes (the extremes among them) and float32 scales, and the
+/// dequantized weight in float64.
+fn random_int8_weight(target: &Target, draw: &mut Draw, n: usize, k: usize) -> (Tensor, Tensor, Vec<f64>) {
+    let codes: Vec<u8> = (0..n * k).map(|i| if i % 17 == 0 { 0x80 } else { draw.bits() as u8 }).collect();
+    let scales: Vec<Elem> = (0..n).map(|_| Elem::F(f64::from(draw.uniform(0.001, 0.05) as f32))).collect();
+    let w = (0..n * k).map(|i| f64::from(codes[i] as i8) * scales[i / k].f()).collect();
+    let c = Tensor::from_bytes(DType::Int8, &[n as i64, k as i64], &codes).unwrap().to(target.device).unwrap();
+    (c, target.tensor(DType::Float32, &[n as i64], &scales), w)
+}
+
+/// Checks matmul_int8 of `x` (`[.., k]`, logical elements `lx`) against the float64 product.
+fn check_matmul_int8(target: &Target, case: &str, x: &Tensor, lx: &[Elem], weight: &[Tensor], w: &[f64]) {
+    let what = target.what("matmul_int8", DType::Float32, &format!("{case}, x {:?}", x.shape()));
+    let k = *x.shape().last().unwrap() as usize;
+    let n = weight[0].shape()[0] as usize;
+    let m = lx.len() / k.max(1);
+    let inputs: Vec<&Tensor> = std::iter::once(x).chain(weight).collect();
+    let out = target.run1("matmul_int8", DType::Float32, &Attrs::new(), &inputs);
+    let mut shape = x.shape().to_vec();
+    *shape.last_mut().unwrap() = n as i64;
+    assert_eq!((out.dtype(), out.shape()), (DType::Float32, &shape[..]), "{what}: output dtype and shape");
+    let bias = weight.get(2).map(read);
+    let (mut want, mut tols) = (Vec::new(), Vec::new());
+    for i in 0..m {
+        let row: Vec<f64> = (0..k).map(|l| lx[i * k + l].f()).collect();
+        let (low, high) = row.iter().fold((0.0f64, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+        let step = (high - low) / 255.0;
+        for j in 0..n {
+            let wj = &w[j * k..][..k];
+            let dot: f64 = row.iter().zip(wj).map(|(a, b)| a * b).sum();
+            let magnitude: f64 = row.iter().zip(wj).map(|(a, b)| (a * b).abs()).sum();
+            let weights: f64 = wj.iter().map(|v| v.abs()).sum();
+            want.push(Elem::F(dot + bias.as_ref().map_or(0.0, |b| b[j].f())));
+            tols.push(Tol::with_abs(4.0, 0.5 * step * weights * (1.0 + 1e-6) + 4.0 * pow2(-24) * magnitude));
+        }
+    }
+    assert_elems(&what, DType::Float32, &read(&out), &want, |i| tols[i]);
+}
+
+/// matmul_int8: 1, 5, 16, 17 and 70 rows, leading dims, a transposed x, no rows, with and
+/// without a bias, K under, at and past one 64-code step; operands the spec refuses named.
+pub fn matmul_int8_values(target: &Target) {
+    let mut coverage = Coverage::new(target, "quant", "matmul_int8").only("matmul_int8");
+    let mut draw = Draw::new(94);
+    for (op, dtype) in target.entries("quant") {
+        if op != "matmul_int8" {
+            continue;
+        }
+        for (n, k) in [(24usize, 200usize), (7, 64), (5, 9)] {
+            let (codes, scales, w) = random_int8_weight(target, &mut draw, n, k);
+            let bias =
+                target.tensor(DType::Float32, &[n as i64], &cases::floats(&mut draw, DType::Float32, n, -1.0, 1.0));
+            for weight in [vec![codes.clone(), scales.clone()], vec![codes.clone(), scales.clone(), bias]] {
+                let case = format!("W [{n}, {k}], {} bias", if weight.len() == 3 { "a" } else { "no" });
+                for rows in [&[1i64][..], &[5], &[16], &[17], &[70], &[2, 3]] {
+                    let mut shape = rows.to_vec();
+                    shape.push(k as i64);
+                    let lx = cases::floats(&mut draw, dtype, cases::numel(&shape), -1.0, 1.5);
+                    let x = target.tensor(dtype, &shape, &lx);
+                    check_matmul_int8(target, &case, &x, &lx, &weight, &w);
+                }
+                let (x, lx) = target.view(
+                    dtype,
+                    &[9, k as i64],
+                    Layout::Transposed,
+                    &cases::floats(&mut draw, dtype, 9 * k, -1.0, 1.0),
+                    cases::poison(dtype),
+                );
+                check_matmul_int8(target, &format!("{case}, transposed x"), &x, &lx, &weight, &w);
+                let x = target.tensor(dtype, &[0, k as i64], &[]);
+                check_matmul_int8(target, &format!("{case}, no rows"), &x, &[], &weight, &w);
+            }
+        }
+        let (codes, scales, _) = random_int8_weight(target, &mut draw, 4, 64);
+        let x = target.tensor(dtype, &[2, 32], &cases::floats(&mut draw, dtype, 64, -1.0, 1.0));
+        assert_refused(
+            &target.what(op, dtype, "K of x differs"),
+            target.run(op, dtype, &Attrs::new(), &[&x, &codes, &scales]),
+            &["matmul_int8", "[N, 32]"],
+        );
         coverage.saw(op, dtype);
     }
     coverage.assert_complete();

@@ -26,7 +26,7 @@
 //! | [`attention`] | sdpa |
 //! | [`decode`] | decode_attention, kv_cache_write |
 //! | [`sample`] | sample |
-//! | [`quant`] | matmul_int4, pack_int4 |
+//! | [`quant`] | matmul_int4, pack_int4, matmul_int8, pack_int8 |
 //! | [`linalg`] | cholesky, qr, svd, svdvals, eigh, eigvalsh, solve, inv, det, slogdet |
 //!
 //! ```

@@ -10,8 +10,20 @@
 //!   minimum and `(max − min) / (2^bits − 1)` rounded to the scale dtype, codes rounded to
 //!   nearest against those rounded values and clamped to the code range.
 //!
+//! - `matmul_int8(x, codes, scales[, bias])`: `x [.., K]` float32 times `Wᵀ`, `W [N, K]`
+//!   stored as signed `codes [N, K]` with one float32 scale per row (`w = code·scale`, the
+//!   table's `int8-per-channel`), plus an optional float32 `bias [N]` → `[.., N]` float32.
+//!   Dynamically quantized: each row of x is quantized on the fly to unsigned 8-bit codes over
+//!   its own range (which includes 0), `x ≈ (q − zero)·step`, and the products are summed
+//!   exactly in 32-bit integers: `y = step·scale·(Σ q·code − zero·Σ code) + bias`. K is at
+//!   most [`INT8_MAX_DEPTH`], where those sums cannot overflow. Declared flops: `2·m·n·k`
+//!   for the product, `4·m·k` for the quantization of x, `3·m·n` for the scaling (and `m·n`
+//!   for a bias); each backend declares its own workspace.
+//! - `pack_int8(weight [N, K])` (a float dtype) → `(codes, scales)`: per row, the scale
+//!   `max |w| / 127` in float32 and codes rounded to nearest against it, in −127..=127.
+//!
 //! Bits, group, code storage and scale dtype are read from the dtype table
-//! (`DType::Int4G128Asym.packed()`), never written here.
+//! (`DType::Int4G128Asym.packed()`, `DType::Int8PerChannel.packed()`), never written here.
 
 use super::{require_dtype, OpDef, Spec, FLOATS};
 use crate::dtype::DType;
@@ -248,7 +260,212 @@ fn bind(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>
     })
 }
 
-/// The int4 entries in the catalogue.
+/// The deepest product `matmul_int8` takes: `K·255·128` (the largest sum of code products)
+/// stays below 2³¹.
+pub const INT8_MAX_DEPTH: usize = 65_536;
+
+/// The packed int8 layout as kernels use it, read from the dtype table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Int8Layout {
+    /// The largest code magnitude (`2^(bits − 1) − 1`: symmetric codes).
+    pub largest: i32,
+}
+
+impl Int8Layout {
+    /// The `int8-per-channel` layout from the table, checked to be what the kernels serve:
+    /// 8-bit int8 codes, one float32 scale per output channel, no minimum.
+    pub fn of_table(op: &str) -> Result<Int8Layout> {
+        let dtype = DType::Int8PerChannel;
+        let packed = dtype.packed().map_err(|e| invalid(format!("{op}: {e}")))?;
+        let named = |name: &str| DType::from_name(name).map_err(|e| invalid(format!("{op}: {e}")));
+        let storage = named(&packed.storage)?;
+        if packed.bits != 8
+            || storage != DType::Int8
+            || named(&packed.scale)? != DType::Float32
+            || packed.minimum.is_some()
+            || !matches!(packed.group, Group::Channel(_))
+        {
+            return Err(invalid(format!(
+                "{op}: {dtype} in the table is not 8-bit int8 codes with one float32 scale per channel"
+            )));
+        }
+        Ok(Int8Layout { largest: (1 << (packed.bits - 1)) - 1 })
+    }
+}
+
+/// The sizes of a `matmul_int8` call: rows of x, outputs, contracted extent, whether a bias is
+/// added, the output's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Int8Shape {
+    /// Rows of x (every leading dim).
+    pub m: usize,
+    /// Output columns (rows of W).
+    pub n: usize,
+    /// The contracted extent.
+    pub k: usize,
+    /// Whether a bias row is added.
+    pub bias: bool,
+    /// The output's shape.
+    pub out: Vec<i64>,
+}
+
+/// `matmul_int8(x, codes, scales[, bias])` on float32 x.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatmulInt8 {
+    /// The packed layout.
+    pub layout: Int8Layout,
+}
+
+impl MatmulInt8 {
+    /// The sizes of a call on `inputs`; refused naming the operands that do not fit.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<Int8Shape> {
+        let (x, codes, scales, bias) = match inputs {
+            [x, codes, scales] => (x, codes, scales, None),
+            [x, codes, scales, bias] => (x, codes, scales, Some(bias)),
+            _ => {
+                return Err(invalid(format!(
+                    "matmul_int8: takes 3 or 4 inputs (x, codes, scales[, bias]), got {}",
+                    inputs.len()
+                )))
+            }
+        };
+        if x.dtype != DType::Float32
+            || codes.dtype != DType::Int8
+            || scales.dtype != DType::Float32
+            || bias.is_some_and(|b| b.dtype != DType::Float32)
+        {
+            return Err(invalid(format!(
+                "matmul_int8: wants x float32, codes int8, scales (and bias) float32; got {}, {}, {}{}",
+                x.dtype,
+                codes.dtype,
+                scales.dtype,
+                bias.map(|b| format!(", {}", b.dtype)).unwrap_or_default()
+            )));
+        }
+        let (Some(&k), &[n, depth]) = (x.shape.last(), &codes.shape[..]) else {
+            return Err(invalid(format!(
+                "matmul_int8: x must be [.., K] and codes [N, K], got {:?} and {:?}",
+                x.shape, codes.shape
+            )));
+        };
+        if depth != k || scales.shape != [n] || bias.is_some_and(|b| b.shape != [n]) {
+            return Err(invalid(format!(
+                "matmul_int8: for x {:?} codes must be [N, {k}] and scales (and bias) [N]; got {:?}, {:?}{}",
+                x.shape,
+                codes.shape,
+                scales.shape,
+                bias.map(|b| format!(", {:?}", b.shape)).unwrap_or_default()
+            )));
+        }
+        if k as usize > INT8_MAX_DEPTH {
+            return Err(invalid(format!(
+                "matmul_int8: K = {k} is deeper than {INT8_MAX_DEPTH}, past which the int32 sums of code products could overflow"
+            )));
+        }
+        let mut out = x.shape.clone();
+        *out.last_mut().expect("x has a last dim") = n;
+        // saturating: the leading dims of an empty x (k = 0) may multiply past 64 bits
+        let m = x.shape[..x.shape.len() - 1].iter().fold(1i64, |p, &d| p.saturating_mul(d)) as usize;
+        Ok(Int8Shape { m, n: n as usize, k: k as usize, bias: bias.is_some(), out })
+    }
+}
+
+impl Spec for MatmulInt8 {
+    fn op(&self) -> &'static str {
+        "matmul_int8"
+    }
+
+    fn dtype(&self) -> DType {
+        DType::Float32
+    }
+
+    fn key(&self) -> String {
+        format!("matmul_int8:{}:{}", DType::Float32.launch_key(), DType::Int8PerChannel.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let z = self.sizes(inputs)?;
+        let read = crate::kernel::total_bytes(inputs)?;
+        let (m, n, k) = (z.m as u64, z.n as u64, z.k as u64);
+        let flops = saturating_product(&[2, m, n, k])
+            .saturating_add(saturating_product(&[4, m, k]))
+            .saturating_add(saturating_product(&[3 + u64::from(z.bias), m, n]));
+        Cost::simple(vec![TensorMeta::new(DType::Float32, &z.out)], read, flops)
+    }
+
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// `pack_int8(weight)` on the weight's dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackInt8 {
+    /// The weight's dtype.
+    pub dtype: DType,
+    /// The packed layout.
+    pub layout: Int8Layout,
+}
+
+impl PackInt8 {
+    /// `(n, k)` of a valid weight.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<(usize, usize)> {
+        let [weight] = inputs else {
+            return Err(invalid(format!("pack_int8: takes 1 input (weight), got {}", inputs.len())));
+        };
+        if weight.dtype != self.dtype {
+            return Err(invalid(format!("pack_int8: weight is {}, the op was bound to {}", weight.dtype, self.dtype)));
+        }
+        let [n, k] = weight.shape[..] else {
+            return Err(invalid(format!("pack_int8: weight must be 2-d [N, K], got {:?}", weight.shape)));
+        };
+        Ok((n as usize, k as usize))
+    }
+}
+
+impl Spec for PackInt8 {
+    fn op(&self) -> &'static str {
+        "pack_int8"
+    }
+
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    fn key(&self) -> String {
+        format!("pack_int8:{}", self.dtype.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let (n, k) = self.sizes(inputs)?;
+        let (n, k) = (n as i64, k as i64);
+        let outputs = vec![TensorMeta::new(DType::Int8, &[n, k]), TensorMeta::new(DType::Float32, &[n])];
+        // Per element: the magnitude's maximum, a divide, a round.
+        Cost::simple(outputs, inputs[0].bytes()?, inputs[0].numel()?.saturating_mul(3))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn bind_int8(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    attrs.only(name, &[])?;
+    let layout = Int8Layout::of_table(name)?;
+    Ok(if name == "matmul_int8" {
+        require_dtype(name, dtype, &[DType::Float32])?;
+        Arc::new(MatmulInt8 { layout })
+    } else {
+        require_dtype(name, dtype, &FLOATS)?;
+        Arc::new(PackInt8 { dtype, layout })
+    })
+}
+
+/// The quant entries in the catalogue.
 pub(super) fn define(ops: &mut Vec<OpDef>) {
     ops.push(OpDef {
         name: "matmul_int4",
@@ -268,6 +485,26 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         attrs: &[],
         dtypes: |_| &FLOATS,
         bind,
+        follows_policy: false,
+    });
+    ops.push(OpDef {
+        name: "matmul_int8",
+        family: "quant",
+        summary: "x · Wᵀ (+ bias) with W in the int8-per-channel layout, x quantized per row on the fly",
+        inputs: &["x", "codes", "scales", "bias?"],
+        attrs: &[],
+        dtypes: |_| &[DType::Float32],
+        bind: bind_int8,
+        follows_policy: false,
+    });
+    ops.push(OpDef {
+        name: "pack_int8",
+        family: "quant",
+        summary: "a float weight [N, K] quantized into the int8-per-channel layout",
+        inputs: &["weight"],
+        attrs: &[],
+        dtypes: |_| &FLOATS,
+        bind: bind_int8,
         follows_policy: false,
     });
 }

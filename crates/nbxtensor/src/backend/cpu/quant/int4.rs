@@ -3,9 +3,9 @@
 //! `4·M·K` bytes, and its per-group sums, `4·M·K/group`); more rows dequantize W once into
 //! float32 (`4·N·K` bytes more, and `4·M·N` for a half-precision output) and run one gemm.
 
-use super::buffers::{par_pieces, read, write, Float};
-use super::matmul::{batched, Dims, Operand};
-use super::widen::{floats, widen};
+use crate::backend::cpu::buffers::{par_pieces, read, write, Float};
+use crate::backend::cpu::matmul::{batched, Dims, Operand};
+use crate::backend::cpu::widen::{floats, widen};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
