@@ -6,8 +6,8 @@
 //! a portable loop with the same sums. The result is the same on either path and at any thread
 //! count (integer sums; the float scaling after them is one expression per element).
 //!
-//! Workspace (`4·(2·M + N) + M·K` bytes): each row's step and zero code, each weight row's code
-//! sum, and x's codes.
+//! Workspace (`8·M + M·K` bytes): each row's step and zero code, and x's codes. Each task sums
+//! the codes of its own weight rows as it starts on them (no pass over the whole weight).
 
 use super::vnni;
 use crate::backend::cpu::buffers::{read, write, Float};
@@ -33,12 +33,12 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// The workspace bytes of a call: steps and zeros (4 bytes a row each), code sums (4 bytes a
-/// weight row), x's codes (a byte an element). Saturating: declared before the output is
-/// allocated, when the extents of a call the allocation will refuse may multiply past 64 bits.
+/// The workspace bytes of a call: steps and zeros (4 bytes a row each) and x's codes (a byte an
+/// element). Saturating: declared before the output is allocated, when the extents of a call
+/// the allocation will refuse may multiply past 64 bits.
 fn workspace_bytes(plan: &Int8Shape) -> u64 {
-    let (m, n, k) = (plan.m as u64, plan.n as u64, plan.k as u64);
-    m.saturating_mul(8).saturating_add(n.saturating_mul(4)).saturating_add(m.saturating_mul(k))
+    let (m, k) = (plan.m as u64, plan.k as u64);
+    m.saturating_mul(8).saturating_add(m.saturating_mul(k))
 }
 
 fn workspace(spec: &MatmulInt8, inputs: &[TensorMeta]) -> Result<u64> {
@@ -49,13 +49,12 @@ fn workspace(spec: &MatmulInt8, inputs: &[TensorMeta]) -> Result<u64> {
 struct Scratch<'w> {
     steps: &'w mut [f32],
     zeros: &'w mut [i32],
-    sums: &'w mut [i32],
     codes: &'w mut [u8],
 }
 
 fn scratch<'w>(workspace: Workspace<'w>, plan: &Int8Shape) -> Result<Scratch<'w>> {
     let bytes = workspace.into_host("matmul_int8")?;
-    let (m, n) = (plan.m, plan.n);
+    let m = plan.m;
     if (bytes.len() as u64) < workspace_bytes(plan) || bytes.as_ptr() as usize % 4 != 0 {
         return Err(invalid(format!(
             "matmul_int8: the workspace ({} bytes) is not the {} aligned bytes declared",
@@ -63,14 +62,13 @@ fn scratch<'w>(workspace: Workspace<'w>, plan: &Int8Shape) -> Result<Scratch<'w>
             workspace_bytes(plan)
         )));
     }
-    let (words, codes) = bytes.split_at_mut((2 * m + n) * 4);
+    let (words, codes) = bytes.split_at_mut(2 * m * 4);
     // SAFETY: `words` starts 4-byte aligned (checked) and every bit pattern is a valid i32.
-    let words = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<i32>(), 2 * m + n) };
-    let (steps, rest) = words.split_at_mut(m);
-    let (zeros, sums) = rest.split_at_mut(m);
+    let words = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<i32>(), 2 * m) };
+    let (steps, zeros) = words.split_at_mut(m);
     // SAFETY: f32 and i32 have one size and alignment, and every bit pattern is a valid f32.
     let steps = unsafe { std::slice::from_raw_parts_mut(steps.as_mut_ptr().cast::<f32>(), m) };
-    Ok(Scratch { steps, zeros, sums, codes: &mut codes[..m * plan.k] })
+    Ok(Scratch { steps, zeros, codes: &mut codes[..m * plan.k] })
 }
 
 /// Quantizes one row of x: its codes, and its step and zero code (`x ≈ (q − zero)·step`), the
@@ -113,15 +111,18 @@ pub(super) fn dot(q: &[u8], w: &[i8]) -> i32 {
 }
 
 /// What turns the integer sum of row `r` and weight row `c` into the output: each row's step
-/// and zero code, each weight row's code sum, scale and bias, and the output (rows `n` apart).
+/// and zero code, each weight row's code sum (from `first_column` on), scale and bias, and the
+/// output (rows `n` apart).
 #[derive(Clone, Copy)]
 pub(super) struct Scaling {
     /// x's rows' steps (NaN for a row that is not finite).
     pub steps: *const f32,
     /// x's rows' zero codes.
     pub zeros: *const i32,
-    /// The weight rows' code sums.
+    /// The code sums of weight rows `first_column..`.
     pub sums: *const i32,
+    /// The weight row of `sums[0]`.
+    pub first_column: usize,
     /// The weight rows' scales.
     pub scales: *const f32,
     /// The bias, or null.
@@ -146,7 +147,7 @@ impl Scaling {
     pub unsafe fn write(&self, r: usize, c: usize, total: i32) {
         // SAFETY: as the caller guarantees.
         unsafe {
-            let exact = total.wrapping_sub((*self.zeros.add(r)).wrapping_mul(*self.sums.add(c)));
+            let exact = total.wrapping_sub((*self.zeros.add(r)).wrapping_mul(*self.sums.add(c - self.first_column)));
             let bias = if self.bias.is_null() { 0.0 } else { *self.bias.add(c) };
             *self.out.add(r * self.n + c) = exact as f32 * (*self.steps.add(r) * *self.scales.add(c)) + bias;
         }
@@ -162,23 +163,20 @@ fn run_matmul(spec: &MatmulInt8, launch: Launch<'_>) -> Result<()> {
     let bias = if plan.bias { Some(read::<f32>(&launch.inputs[3])?) } else { None };
     // SAFETY: the output is this launch's own buffer.
     let out = unsafe { write::<f32>(&launch.outputs[0])? };
-    let s = scratch(launch.workspace, &plan)?;
-    let (m, n, k) = (plan.m, plan.n, plan.k);
     if out.is_empty() {
         return Ok(());
     }
+    let s = scratch(launch.workspace, &plan)?;
+    let (m, n, k) = (plan.m, plan.n, plan.k);
     let parallel = m.saturating_mul(n).saturating_mul(k) > tiling::tiling_table().host_product_inline_work;
     let quantize = |(r, codes): (usize, &mut [u8])| quantize_row(&x[r * k..][..k], codes);
-    let sum_row = |c: usize| weight[c * k..][..k].iter().map(|&v| i32::from(v)).sum::<i32>();
     let (steps, zeros) = (&mut *s.steps, &mut *s.zeros);
     if k == 0 {
         steps.fill(1.0);
         zeros.fill(0);
-        s.sums.fill(0);
     } else if parallel {
         threads::install(|| {
             let rows: Vec<(f32, i32)> = s.codes.par_chunks_mut(k).enumerate().map(quantize).collect();
-            s.sums.par_iter_mut().enumerate().for_each(|(c, v)| *v = sum_row(c));
             for (r, (step, zero)) in rows.into_iter().enumerate() {
                 (steps[r], zeros[r]) = (step, zero);
             }
@@ -187,13 +185,14 @@ fn run_matmul(spec: &MatmulInt8, launch: Launch<'_>) -> Result<()> {
         for (r, codes) in s.codes.chunks_mut(k).enumerate() {
             (steps[r], zeros[r]) = quantize((r, codes));
         }
-        s.sums.iter_mut().enumerate().for_each(|(c, v)| *v = sum_row(c));
     }
     let codes = &*s.codes;
-    let scaling = Scaling {
+    // every task's scaling but its weight rows' code sums
+    let base = Scaling {
         steps: s.steps.as_ptr(),
         zeros: s.zeros.as_ptr(),
-        sums: s.sums.as_ptr(),
+        sums: std::ptr::null(),
+        first_column: 0,
         scales: scales.as_ptr(),
         bias: bias.as_deref().map_or(std::ptr::null(), <[f32]>::as_ptr),
         out: out.as_mut_ptr(),
@@ -201,9 +200,17 @@ fn run_matmul(spec: &MatmulInt8, launch: Launch<'_>) -> Result<()> {
     };
     let use_vnni = vnni::available();
     let task = |t: usize| {
+        // the whole scaling, not its pointer fields one by one (those alone are not Sync)
+        let base = base;
         let (rows, cols) = (t / n.div_ceil(COLUMNS_PER_TASK), t % n.div_ceil(COLUMNS_PER_TASK));
         let (r0, r1) = (rows * ROWS_PER_TASK, ((rows + 1) * ROWS_PER_TASK).min(m));
         let (c0, c1) = (cols * COLUMNS_PER_TASK, ((cols + 1) * COLUMNS_PER_TASK).min(n));
+        // this task's weight rows' code sums, while they come into the cache for the products
+        let mut sums = [0i32; COLUMNS_PER_TASK];
+        for (c, sum) in (c0..c1).zip(&mut sums) {
+            *sum = weight[c * k..][..k].iter().map(|&v| i32::from(v)).sum();
+        }
+        let scaling = Scaling { sums: sums.as_ptr(), first_column: c0, ..base };
         if use_vnni {
             // SAFETY: available() holds; the rows and columns lie inside x's codes, the weight
             // and the scaling's arrays; this task alone writes their block of the output.

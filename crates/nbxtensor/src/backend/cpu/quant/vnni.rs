@@ -148,7 +148,12 @@ mod avx512 {
             let cols_of = |p: *const i32| {
                 _mm512_permutexvar_epi32(by_col, _mm512_castsi128_si512(_mm_loadu_si128(p.add(c).cast())))
             };
-            let exact = _mm512_sub_epi32(sums, _mm512_mullo_epi32(rows_of(s.zeros), cols_of(s.sums)));
+            // the code sums are the task's own, from its first column
+            let code_sums = _mm512_permutexvar_epi32(
+                by_col,
+                _mm512_castsi128_si512(_mm_loadu_si128(s.sums.add(c - s.first_column).cast())),
+            );
+            let exact = _mm512_sub_epi32(sums, _mm512_mullo_epi32(rows_of(s.zeros), code_sums));
             let factor = _mm512_mul_ps(
                 _mm512_castsi512_ps(rows_of(s.steps.cast())),
                 _mm512_castsi512_ps(cols_of(s.scales.cast())),
@@ -197,7 +202,7 @@ mod tests {
             eprintln!("skipped: no AVX-512 VNNI on this CPU (the portable loop serves)");
             return;
         }
-        for (m, n, k) in [(1, 1, 1), (4, 4, 64), (5, 9, 63), (8, 7, 129), (13, 17, 1000)] {
+        for (m, n, k) in [(1, 2, 1), (4, 8, 64), (5, 9, 63), (8, 13, 129), (13, 17, 1000)] {
             // the extremes of both code ranges among the values
             let q: Vec<u8> = (0..m * k).map(|i| if i % 11 == 0 { 255 } else { (i * 37 % 256) as u8 }).collect();
             let w: Vec<i8> = (0..n * k).map(|i| if i % 13 == 0 { -128 } else { (i * 53 % 255) as i8 }).collect();
@@ -208,23 +213,28 @@ mod tests {
             let bias: Vec<f32> = (0..n).map(|c| c as f32 - 3.5).collect();
             let run = |simd: bool| {
                 let mut out = vec![f32::NAN; m * n];
-                let scaling = Scaling {
-                    steps: steps.as_ptr(),
-                    zeros: zeros.as_ptr(),
-                    sums: sums.as_ptr(),
-                    scales: scales.as_ptr(),
-                    bias: bias.as_ptr(),
-                    out: out.as_mut_ptr(),
-                    n,
-                };
-                // SAFETY: the buffers hold m and n rows of k codes and their m and n values.
-                unsafe {
-                    if simd {
-                        products(k, (q.as_ptr(), 0, m), (w.as_ptr(), 0, n), scaling);
-                    } else {
-                        for r in 0..m {
-                            for c in 0..n {
-                                scaling.write(r, c, dot(&q[r * k..][..k], &w[c * k..][..k]));
+                // the columns in two ranges, each with the code sums of its own columns only (as
+                // the pool's tasks hold them)
+                for (c0, c1) in [(0, n / 2), (n / 2, n)] {
+                    let scaling = Scaling {
+                        steps: steps.as_ptr(),
+                        zeros: zeros.as_ptr(),
+                        sums: sums[c0..].as_ptr(),
+                        first_column: c0,
+                        scales: scales.as_ptr(),
+                        bias: bias.as_ptr(),
+                        out: out.as_mut_ptr(),
+                        n,
+                    };
+                    // SAFETY: the buffers hold m and n rows of k codes and their m and n values.
+                    unsafe {
+                        if simd {
+                            products(k, (q.as_ptr(), 0, m), (w.as_ptr(), c0, c1), scaling);
+                        } else {
+                            for r in 0..m {
+                                for c in c0..c1 {
+                                    scaling.write(r, c, dot(&q[r * k..][..k], &w[c * k..][..k]));
+                                }
                             }
                         }
                     }
