@@ -16,6 +16,7 @@ mod exp;
 mod flags;
 mod gather;
 mod gelu;
+mod lane_sums;
 mod linalg;
 mod math;
 mod matmul;

@@ -206,7 +206,11 @@ mod avx512 {
         }
         let mut sums = [[0.0f32; C]; R];
         if R == 4 && C == 4 {
-            let sixteen = sum_four_by_four(std::array::from_fn(|r| std::array::from_fn(|c| acc[r][c])));
+            let ints = std::array::from_fn(|r| std::array::from_fn(|c| _mm512_castps_si512(acc[r][c])));
+            let float_add = |a: __m512i, b: __m512i| {
+                _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)))
+            };
+            let sixteen = _mm512_castsi512_ps(crate::backend::cpu::lane_sums::four_by_four(ints, float_add));
             // SAFETY: 16 values fit the 4 × 4 array, row after row.
             unsafe { _mm512_storeu_ps(sums.as_mut_ptr() as *mut f32, sixteen) };
         } else {
@@ -227,31 +231,6 @@ mod avx512 {
                 }
             }
         }
-    }
-
-    /// The lane sums of 16 accumulators `acc[r][c]` as one vector, element `4r + c`: pairs of
-    /// vectors interleaved and added, halving their count at each of four levels (45
-    /// instructions where 16 separate lane sums take about 128).
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn sum_four_by_four(acc: [[__m512; 4]; 4]) -> __m512 {
-        // per 128-bit lane L of row r: [a, b, c, d], the sums of the lane's four values of its
-        // columns 0..4
-        let rows: [__m512; 4] = std::array::from_fn(|r| {
-            let [a, b, c, d] = acc[r];
-            // [a0+a2, b0+b2, a1+a3, b1+b3] and the same of c, d, in every 128-bit lane
-            let ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-            let cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-            let (ab, cd) = (_mm512_castps_pd(ab), _mm512_castps_pd(cd));
-            _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(ab, cd)), _mm512_castpd_ps(_mm512_unpackhi_pd(ab, cd)))
-        });
-        // the 128-bit lanes of rows r and r + 1 summed in pairs: [r(L0+L1), r(L2+L3), r+1(..), r+1(..)]
-        let pair = |p: __m512, q: __m512| {
-            _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(p, q), _mm512_shuffle_f32x4::<0xDD>(p, q))
-        };
-        let (top, bottom) = (pair(rows[0], rows[1]), pair(rows[2], rows[3]));
-        // lane r: row r's whole sums
-        _mm512_add_ps(_mm512_shuffle_f32x4::<0x88>(top, bottom), _mm512_shuffle_f32x4::<0xDD>(top, bottom))
     }
 }
 

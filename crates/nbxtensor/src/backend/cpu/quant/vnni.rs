@@ -116,7 +116,8 @@ mod avx512 {
             }
         }
         if R == 4 && C == 4 {
-            let sixteen = sum_four_by_four(std::array::from_fn(|i| std::array::from_fn(|j| acc[i][j])));
+            let block = std::array::from_fn(|i| std::array::from_fn(|j| acc[i][j]));
+            let sixteen = crate::backend::cpu::lane_sums::four_by_four(block, |a, b| _mm512_add_epi32(a, b));
             // SAFETY: as the caller guarantees for the block's four rows and columns.
             unsafe { write_four_by_four(sixteen, r, c, scaling) };
         } else {
@@ -166,28 +167,6 @@ mod avx512 {
             _mm_storeu_ps(out.add(2 * s.n), _mm512_extractf32x4_ps::<2>(values));
             _mm_storeu_ps(out.add(3 * s.n), _mm512_extractf32x4_ps::<3>(values));
         }
-    }
-
-    /// The lane sums of 16 accumulators `acc[i][j]` as one vector, element `4i + j`: pairs of
-    /// vectors interleaved and added, halving their count at each of four levels.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn sum_four_by_four(acc: [[__m512i; 4]; 4]) -> __m512i {
-        // per 128-bit lane of row i: the sums of the lane's four values of its columns 0..4
-        let rows: [__m512i; 4] = std::array::from_fn(|i| {
-            let [a, b, c, d] = acc[i];
-            // [a0+a2, b0+b2, a1+a3, b1+b3] and the same of c, d, in every 128-bit lane
-            let ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-            let cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
-            _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd))
-        });
-        // the 128-bit lanes of rows i and i + 1 summed in pairs
-        let pair = |p: __m512i, q: __m512i| {
-            _mm512_add_epi32(_mm512_shuffle_i32x4::<0x88>(p, q), _mm512_shuffle_i32x4::<0xDD>(p, q))
-        };
-        let (top, bottom) = (pair(rows[0], rows[1]), pair(rows[2], rows[3]));
-        // lane i: row i's whole sums
-        _mm512_add_epi32(_mm512_shuffle_i32x4::<0x88>(top, bottom), _mm512_shuffle_i32x4::<0xDD>(top, bottom))
     }
 }
 
