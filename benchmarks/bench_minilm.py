@@ -28,7 +28,7 @@ peers beside nbxtensor; ``--peers ''`` for none), ``--before PATH`` (another ``n
 earlier build, measured in the same run: before/after comparisons).
 
 The int8 peers (``--peers onnxruntime,nbxtensor-int8,onnxruntime-int8``): ``nbx embed --quantize
-int8`` (the dense layers' weights in int8-per-channel, ``matmul_int8``) and onnxruntime on the
+int8`` (the dense layers' weights in int8-g64, ``matmul_int8``) and onnxruntime on the
 same export quantized as its users quantize it, ``onnxruntime.quantization.quantize_dynamic``
 with its defaults (int8 weights, activations quantized as they run); their "min cosine" column
 is against nbxtensor's float32 embeddings.

@@ -153,7 +153,7 @@ def test_float8_meets_the_floats_that_hold_it():
         assert common_dtype(list(order)) == "float16"
 
 
-@pytest.mark.parametrize("packed", ["int4-g128-asym", "int4-g128-sym", "int8-per-channel"])
+@pytest.mark.parametrize("packed", ["int4-g128-asym", "int4-g128-sym", "int8-per-channel", "int8-g64"])
 def test_packed_dtypes_are_refused_by_name(packed):
     for call in (lambda: binary_result("float16", packed), lambda: float_math_input(packed),
                  lambda: scalar_result(packed, 1.0), lambda: promoted([packed])):

@@ -18,7 +18,7 @@ NUMPY_EQUIVALENT = {
     "float8_e5m2": ml_dtypes.float8_e5m2,
 }
 NUMPY_KIND = {"b": "bool", "i": "int", "u": "uint", "f": "float", "c": "complex", "V": "float"}
-PACKED = ["int4-g128-asym", "int4-g128-sym", "int8-per-channel"]
+PACKED = ["int4-g128-asym", "int4-g128-sym", "int8-per-channel", "int8-g64"]
 
 
 def test_the_table_holds_every_dtype_of_the_foundation():
@@ -47,6 +47,8 @@ def test_packed_representation_sizes():
     assert I.representation_bytes("int4-g128-sym", 1000) == 500 + 8 * 2
     # a 3 x 5 int8 matrix with one float32 scale per row
     assert I.representation_bytes("int8-per-channel", 15, channels=3) == 15 + 3 * 4
+    # 130 int8 codes in groups of 64: three float32 scales (the last group of 2)
+    assert I.representation_bytes("int8-g64", 130) == 130 + 3 * 4
     with pytest.raises(ValueError, match="say how many channels"):
         I.representation_bytes("int8-per-channel", 15)
     with pytest.raises(ValueError, match="numel must be ≥ 0"):

@@ -12,7 +12,7 @@ FROZEN = {
     "uint8": 8, "uint16": 9, "uint32": 10, "uint64": 11,
     "bool": 12, "complex64": 13, "complex128": 14,
     "float8_e4m3fn": 15, "float8_e5m2": 16,
-    "int4-g128-asym": 17, "int4-g128-sym": 18, "int8-per-channel": 19,
+    "int4-g128-asym": 17, "int4-g128-sym": 18, "int8-per-channel": 19, "int8-g64": 20,
 }
 
 

@@ -24,7 +24,7 @@ usage:
          move only by float rounding). A batch shape met for the first time runs op by op; the
          --capture-at-th time (default 2) it is traced, planned and captured, and its replay
          serves every later batch of that shape (--capture-at 1: every shape captured at once).
-         --quantize int8 (CPU) quantizes the dense layers' weights at load to int8-per-channel
+         --quantize int8 (CPU) quantizes the dense layers' weights at load to int8-g64
          and runs them as matmul_int8, each row of activations quantized to 8 bits as it goes
   price  traces and plans the model for one (batch, seq) shape without running it: parameters,
          peak memory, the arena against its lower bound, flops, bytes, and the predicted time
@@ -86,7 +86,7 @@ pub struct Options {
 pub enum Quantize {
     /// int4-g128-asym: a decoder's projections (`matmul_int4`).
     Int4,
-    /// int8-per-channel: an encoder's dense layers (`matmul_int8`).
+    /// int8-g64: an encoder's dense layers (`matmul_int8`).
     Int8,
 }
 

@@ -68,7 +68,7 @@ pub fn run(o: &Options) -> Result<(), String> {
     );
     println!("shape       batch {} x seq {} tokens", o.batch, seq);
     let held = if o.quantize == Some(Quantize::Int8) {
-        "the dense layers' weights quantized to int8-per-channel at load, the rest float32 mapped from the file"
+        "the dense layers' weights quantized to int8-g64 at load, the rest float32 mapped from the file"
     } else {
         "float32, mapped from the file, each layer's q/k/v copied into one joined weight"
     };

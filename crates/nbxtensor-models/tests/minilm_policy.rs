@@ -3,8 +3,9 @@
 //! policy `params=float32,compute=bfloat16,output=float32` runs its dense layers in bfloat16 and
 //! its layer norms in float32 (the classes of `data/policy.yml`) and returns float32; with its
 //! dense layers quantized to int8 (`SentenceEmbedder::quantize_int8`) it runs them as
-//! `matmul_int8`, captured and replayed, within cosine 0.998 of float32 (0.9989 measured on
-//! these sentences: per-row 8-bit activations and per-channel weights; issue 16 asks 0.999).
+//! `matmul_int8`, captured and replayed, within cosine 0.999 of float32 (issue 16's bound;
+//! 0.99961–0.99967 measured on these sentences: int8-g64 weights, per-row 8-bit activations
+//! with the outliers past 6 in float32).
 
 use nbxtensor::dtype::policy::Policy;
 use nbxtensor::program::{trace, trace_with_policy, Executable};
@@ -99,7 +100,7 @@ fn a_bfloat16_policy_runs_the_dense_layers_in_bfloat16_and_the_norms_in_float32(
 }
 
 #[test]
-fn int8_dense_layers_stay_within_cosine_0_998_of_float32_captured_and_replayed() {
+fn int8_dense_layers_stay_within_cosine_0_999_of_float32_captured_and_replayed() {
     let mut model = SentenceEmbedder::open(&model_dir()).unwrap();
     model.quantize_int8().unwrap();
     let (sentences, want) = reference();
@@ -112,7 +113,7 @@ fn int8_dense_layers_stay_within_cosine_0_998_of_float32_captured_and_replayed()
     for ((sentence, theirs), ours) in sentences.iter().zip(&want).zip(&first) {
         let c = cosine(ours, theirs);
         println!("int8 dense layers: {sentence:?}: cosine {c:.6} to sentence-transformers' float32");
-        assert!(c > 0.998 && c < 0.999_999_9, "{sentence:?}: cosine {c}");
+        assert!(c > 0.999 && c < 0.999_999_9, "{sentence:?}: cosine {c}");
     }
     let ids: Vec<Vec<i64>> = sentences.iter().map(|s| model.tokenizer().ids(s).unwrap()).collect();
     let lists: Vec<&[i64]> = ids.iter().map(Vec::as_slice).collect();

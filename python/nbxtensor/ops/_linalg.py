@@ -36,17 +36,21 @@ def pack_int4(weight: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return packed, scales, minima
 
 
-def matmul_int8(x: Tensor, codes: Tensor, scales: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ W.T + bias`` with W ``[N, K]`` in the int8-per-channel layout: ``codes`` int8 ``[N, K]``,
-    ``scales`` float32 ``[N]`` (``w = code * scale``), ``bias`` (optional) float32 ``[N]``; ``x``
-    ``[..., K]`` float32, each row quantized to 8 bits over its own range as the product runs."""
+def matmul_int8(x: Tensor, codes: Tensor, scales: Tensor, bias: Tensor | None = None, *,
+                threshold: float = 6.0) -> Tensor:
+    """``x @ W.T + bias`` with W ``[N, K]`` in the int8-g64 layout made by :func:`pack_int8`
+    (``codes`` int8 in tiles of 16 rows x 4 codes, ``scales`` float32 ``[ceil(K / 64), N]``),
+    ``bias`` (optional) float32 ``[N]``; ``x`` ``[..., K]`` float32, each row quantized to 8 bits
+    over its own range as the product runs, but for its elements past ``threshold`` in magnitude
+    (outliers), which are multiplied in float32 (``threshold=math.inf``: none)."""
     inputs = [x, codes, scales] if bias is None else [x, codes, scales, bias]
-    return _core.call("matmul_int8", inputs, {})[0]
+    return _core.call("matmul_int8", inputs, {"threshold": float(threshold)})[0]
 
 
 def pack_int8(weight: Tensor) -> tuple[Tensor, Tensor]:
-    """Quantizes a float ``[N, K]`` weight into the int8-per-channel layout (per row: the scale
-    ``max |w| / 127`` in float32, codes rounded to nearest in -127..127); returns ``(codes, scales)``."""
+    """Quantizes a float ``[N, K]`` weight into the int8-g64 layout (per group of 64 along a row:
+    the scale ``max |w| / 127`` in float32, codes rounded to nearest in -127..127), the codes
+    tiled as :func:`matmul_int8` reads them; returns ``(codes, scales)``."""
     codes, scales = _core.call("pack_int8", [weight], {})
     return codes, scales
 

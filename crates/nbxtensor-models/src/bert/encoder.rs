@@ -34,7 +34,7 @@ fn op(name: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Tensor, KernelErr
 fn dense(x: &Tensor, d: &Dense) -> Result<Tensor, KernelError> {
     match &d.weight {
         DenseWeight::Float(weight) => op("linear", &Attrs::new(), &[x, weight, &d.bias]),
-        DenseWeight::Int8 { codes, scales } => op("matmul_int8", &Attrs::new(), &[x, codes, scales, &d.bias]),
+        DenseWeight::Int8 { codes, scales, .. } => op("matmul_int8", &Attrs::new(), &[x, codes, scales, &d.bias]),
     }
 }
 

@@ -2,7 +2,7 @@
 //! file's data is aligned), checked name by name against the config's sizes. Each layer's
 //! query, key and value projections are the one exception: they are joined into one matrix at
 //! load (a copy), so that attention's three products are one. [`BertWeights::quantized_int8`]
-//! turns every dense layer's weight into the int8-per-channel layout (`pack_int8`), for the
+//! turns every dense layer's weight into the int8-g64 layout (`pack_int8`), for the
 //! dynamically quantized products of `matmul_int8`.
 
 use super::BertConfig;
@@ -28,13 +28,15 @@ pub struct Norm {
 pub enum DenseWeight {
     /// float32 `[out, in]`, multiplied by `linear`.
     Float(Tensor),
-    /// The int8-per-channel layout (`pack_int8`): int8 `codes [out, in]` and float32
-    /// `scales [out]`, multiplied by `matmul_int8`.
+    /// The int8-g64 layout (`pack_int8`): int8 `codes` in tiles and float32
+    /// `scales [groups, out]`, multiplied by `matmul_int8`.
     Int8 {
-        /// One signed code per element.
+        /// One signed code per element (the tiles padded to 16 rows and whole groups).
         codes: Tensor,
-        /// One scale per output row.
+        /// One scale per group of 64 elements of a row.
         scales: Tensor,
+        /// The weight's elements, `out · in` (its codes hold padding too).
+        elements: u64,
     },
 }
 
@@ -43,7 +45,7 @@ impl DenseWeight {
     pub fn tensors(&self) -> Vec<&Tensor> {
         match self {
             DenseWeight::Float(weight) => vec![weight],
-            DenseWeight::Int8 { codes, scales } => vec![codes, scales],
+            DenseWeight::Int8 { codes, scales, .. } => vec![codes, scales],
         }
     }
 
@@ -51,7 +53,7 @@ impl DenseWeight {
     pub fn elements(&self) -> u64 {
         match self {
             DenseWeight::Float(weight) => weight.numel() as u64,
-            DenseWeight::Int8 { codes, .. } => codes.numel() as u64,
+            DenseWeight::Int8 { elements, .. } => *elements,
         }
     }
 }
@@ -78,17 +80,19 @@ impl Dense {
     fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Dense> {
         let weight = match &self.weight {
             DenseWeight::Float(w) => DenseWeight::Float(f(w)?),
-            DenseWeight::Int8 { codes, scales } => DenseWeight::Int8 { codes: f(codes)?, scales: f(scales)? },
+            DenseWeight::Int8 { codes, scales, elements } => {
+                DenseWeight::Int8 { codes: f(codes)?, scales: f(scales)?, elements: *elements }
+            }
         };
         Ok(Dense { weight, bias: f(&self.bias)? })
     }
 
-    /// This layer with its weight in the int8-per-channel layout (itself when it is already).
+    /// This layer with its weight in the int8-g64 layout (itself when it is already).
     fn quantized_int8(&self) -> Result<Dense> {
         let weight = match &self.weight {
             DenseWeight::Float(w) => {
                 let (codes, scales) = w.pack_int8()?;
-                DenseWeight::Int8 { codes, scales }
+                DenseWeight::Int8 { codes, scales, elements: w.numel() as u64 }
             }
             int8 => int8.clone(),
         };
@@ -259,7 +263,7 @@ impl BertWeights {
         Ok(BertWeights { embeddings, layers })
     }
 
-    /// Every dense layer's weight in the int8-per-channel layout (`pack_int8`, on the
+    /// Every dense layer's weight in the int8-g64 layout (`pack_int8`, on the
     /// weights' device); the embeddings, norms and biases stay float32.
     pub fn quantized_int8(&self) -> Result<BertWeights> {
         let layers = self

@@ -141,9 +141,9 @@ impl SentenceEmbedder {
         })
     }
 
-    /// Quantizes every dense layer's weight to the int8-per-channel layout (`pack_int8`), so
-    /// that each batch runs them as `matmul_int8` (activations quantized per row as they go;
-    /// all-MiniLM-L6-v2's embeddings within cosine 0.998 of float32's). Replays
+    /// Quantizes every dense layer's weight to the int8-g64 layout (`pack_int8`), so
+    /// that each batch runs them as `matmul_int8` (activations quantized per row as they go,
+    /// their outliers kept float32). Replays
     /// captured before are dropped. A device without the int8 kernels refuses, naming them.
     pub fn quantize_int8(&mut self) -> Result<()> {
         self.bert.weights = self.bert.weights.quantized_int8()?;

@@ -638,15 +638,17 @@ impl Tensor {
         }
     }
 
-    /// `self · Wᵀ (+ bias)` for float32 `self`, with `W` in the int8-per-channel layout
-    /// (`codes`, `scales`), each row of `self` quantized to 8 bits on the fly.
+    /// `self · Wᵀ (+ bias)` for float32 `self`, with `W` in the int8-g64 layout (`codes`,
+    /// `scales` from [`Tensor::pack_int8`]), each row of `self` quantized to 8 bits on the fly
+    /// but for its elements past [`MatmulInt8::THRESHOLD`] in magnitude, kept float32.
     pub fn matmul_int8(&self, codes: &Tensor, scales: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         let layout = Int8Layout::of_table("matmul_int8")?;
         let inputs: Vec<&Tensor> = [self, codes, scales].into_iter().chain(bias).collect();
-        Ok(one(run(MatmulInt8 { layout }, &inputs)?))
+        Ok(one(run(MatmulInt8 { layout, threshold: MatmulInt8::THRESHOLD }, &inputs)?))
     }
 
-    /// The weight `[N, K]` quantized into the int8-per-channel layout: `(codes, scales)`.
+    /// The weight `[N, K]` quantized into the int8-g64 layout: `(codes, scales)`, as
+    /// [`Tensor::matmul_int8`] reads them.
     pub fn pack_int8(&self) -> Result<(Tensor, Tensor)> {
         let layout = Int8Layout::of_table("pack_int8")?;
         let mut out = run(PackInt8 { dtype: self.dtype(), layout }, &[self])?.into_iter();

@@ -12,18 +12,21 @@
 //! codes, scales and minima (independent of pack_int4): the kernels fold `scale·Σx·code +
 //! minimum·Σx`, so the bound is k·2⁻²³·Σ|x|·(|code·scale| + |minimum|) plus 2 ulp of float32.
 //!
-//! `pack_int8` (a float weight `[N, K]` into the int8-per-channel layout) is checked against its
-//! definition: each row's scale is `max |w| / 127` (2 ulp of float32), each code in −127..=127
-//! reconstructs its element within half a step. `matmul_int8` (x quantized per row to 8 bits
-//! over its range widened to 0, the code products summed exactly) is checked against the
-//! float64 product with random codes and scales, within the error x's quantization allows:
-//! half a step of the row's range (`(max(x, 0) − min(x, 0)) / 255`) times `Σ|w|`, plus 4 ulp
-//! of float32 of `Σ|x·w|` for the scaling.
+//! `pack_int8` (a float weight `[N, K]` into the int8-g64 layout: a float32 scale per group of
+//! 64 along a row, the codes in tiles of 16 rows × 4 codes, `[⌈N/16⌉, K/4, 16, 4]`) is checked
+//! against its definition: each scale is the group's `max |w| / 127` (2 ulp of float32), each
+//! code in −127..=127 reconstructs its element within half a step, the panel's rows past N are
+//! zero codes. `matmul_int8` (x quantized per row to 8 bits over the range of its elements
+//! within the threshold, widened to 0; the others, outliers, float32; the code products summed
+//! exactly per group) is checked against the float64 product with random codes and scales,
+//! within the error x's quantization allows: half a step of the row's range
+//! (`(max − min) / 255` of the elements within the threshold, 0 included) times `Σ|w|`, plus 8
+//! ulp of float32 of `Σ|x·w|` for the groups' scaling.
 
 use crate::cases::{self, Draw};
 use crate::harness::{assert_refused, assert_replay_matches, read, Coverage, Layout, Target};
 use crate::reference::{assert_elems, float_ok, pow2, Elem, Tol, F16};
-use nbxtensor::kernel::Attrs;
+use nbxtensor::kernel::{AttrValue, Attrs};
 use nbxtensor::{DType, Tensor};
 
 /// Elements per group, bits per code, codes per byte (the table's int4-g128-asym).
@@ -264,40 +267,59 @@ pub fn quant_capture_replay(target: &Target) {
     coverage.assert_complete();
 }
 
+/// The position in pack_int8's tiles of row `r`, element `j` of a weight `k` codes wide.
+fn tile_at(r: usize, j: usize, k: usize) -> usize {
+    (((r / 16) * (k / 4) + j / 4) * 16 + r % 16) * 4 + j % 4
+}
+
+/// Elements per group of the table's int8-g64.
+const INT8_GROUP: usize = 64;
+
 /// Checks pack_int8 of `w` (`[n, k]`, logical elements `lw`).
 fn check_pack_int8(target: &Target, dtype: DType, case: &str, w: &Tensor, lw: &[Elem]) {
     let what = target.what("pack_int8", dtype, case);
     let (n, k) = (w.shape()[0] as usize, w.shape()[1] as usize);
+    let groups = k.div_ceil(INT8_GROUP);
     let outputs = target.run("pack_int8", dtype, &Attrs::new(), &[w]).unwrap_or_else(|e| panic!("{what}: {e}"));
     let metas: Vec<(DType, Vec<i64>)> = outputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
+    let panels = n.div_ceil(16) as i64;
     assert_eq!(
         metas,
-        vec![(DType::Int8, vec![n as i64, k as i64]), (DType::Float32, vec![n as i64])],
+        vec![(DType::Int8, vec![panels, k as i64 / 4, 16, 4]), (DType::Float32, vec![groups as i64, n as i64])],
         "{what}: outputs"
     );
     let codes: Vec<i8> = crate::harness::read_bytes(&outputs[0]).into_iter().map(|b| b as i8).collect();
     let scales = read(&outputs[1]);
     for r in 0..n {
-        let values: Vec<f64> = (0..k).map(|i| lw[r * k + i].f()).collect();
-        let largest = values.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let s = scales[r].f();
-        let at = format!("{what}: row {r}");
-        assert!(float_ok(DType::Float32, s, largest / 127.0, Tol::ulps(2.0)), "{at}: scale {s} for |w| ≤ {largest}");
-        for (i, &x) in values.iter().enumerate() {
-            let c = codes[r * k + i];
-            assert!((-127..=127).contains(&c), "{at}: code {c}");
-            if s == 0.0 {
-                assert_eq!(c, 0, "{at}: a row of zeros codes 0");
-                continue;
+        for g in 0..groups {
+            let span = g * INT8_GROUP..((g + 1) * INT8_GROUP).min(k);
+            let largest = span.clone().fold(0.0f64, |a, i| a.max(lw[r * k + i].f().abs()));
+            let s = scales[g * n + r].f();
+            let at = format!("{what}: row {r}, group {g}");
+            assert!(
+                float_ok(DType::Float32, s, largest / 127.0, Tol::ulps(2.0)),
+                "{at}: scale {s} for |w| ≤ {largest}"
+            );
+            for i in span {
+                let (x, c) = (lw[r * k + i].f(), codes[tile_at(r, i, k)]);
+                assert!((-127..=127).contains(&c), "{at}: code {c}");
+                if s == 0.0 {
+                    assert_eq!(c, 0, "{at}: a group of zeros codes 0");
+                    continue;
+                }
+                let error = (x - f64::from(c) * s).abs();
+                assert!(error <= s / 2.0 + pow2(-20) * x.abs(), "{at}: element {i} = {x} coded {c} (scale {s})");
             }
-            let error = (x - f64::from(c) * s).abs();
-            assert!(error <= s / 2.0 + pow2(-20) * x.abs(), "{at}: element {i} = {x} coded {c} (scale {s})");
         }
+    }
+    for r in n..n.div_ceil(16) * 16 {
+        assert!((0..k).all(|j| codes[tile_at(r, j, k)] == 0), "{what}: padding row {r} holds codes");
     }
 }
 
 /// pack_int8 on every dtype: random rows of several magnitudes, a row of zeros, a transposed
-/// weight; a non-finite weight and a weight that is not 2-d refused by name.
+/// weight; a non-finite weight, a weight that is not 2-d and a K that is not a multiple of 4
+/// refused by name.
 pub fn pack_int8_values(target: &Target) {
     let mut coverage = Coverage::new(target, "quant", "pack_int8").only("pack_int8");
     let mut draw = Draw::new(93);
@@ -305,18 +327,20 @@ pub fn pack_int8_values(target: &Target) {
         if op != "pack_int8" {
             continue;
         }
-        let mut lw = cases::floats(&mut draw, dtype, 5 * 70, -2.0, 3.0);
-        lw[70..140].iter_mut().for_each(|e| *e = Elem::F(0.0));
-        for (i, e) in lw[140..210].iter_mut().enumerate() {
+        let mut lw = cases::floats(&mut draw, dtype, 5 * 72, -2.0, 3.0);
+        lw[72..144].iter_mut().for_each(|e| *e = Elem::F(0.0));
+        for (i, e) in lw[144..216].iter_mut().enumerate() {
             *e = Elem::F(cases::float_input(dtype, (i as f64 - 30.0) * 37.0));
         }
-        let w = target.tensor(dtype, &[5, 70], &lw);
+        let w = target.tensor(dtype, &[5, 72], &lw);
         check_pack_int8(target, dtype, "values", &w, &lw);
+        let lw = cases::floats(&mut draw, dtype, 17 * 200, -1.0, 1.0);
+        check_pack_int8(target, dtype, "two panels, a partial group", &target.tensor(dtype, &[17, 200], &lw), &lw);
         let (wt, lt) = target.view(
             dtype,
-            &[4, 33],
+            &[4, 36],
             Layout::Transposed,
-            &cases::floats(&mut draw, dtype, 132, -1.0, 1.0),
+            &cases::floats(&mut draw, dtype, 144, -1.0, 1.0),
             cases::poison(dtype),
         );
         check_pack_int8(target, dtype, "transposed weight", &wt, &lt);
@@ -334,26 +358,43 @@ pub fn pack_int8_values(target: &Target) {
             target.run(op, dtype, &Attrs::new(), &[&flat]),
             &["pack_int8", "2-d"],
         );
+        let odd = target.tensor(dtype, &[2, 10], &cases::floats(&mut draw, dtype, 20, -1.0, 1.0));
+        assert_refused(
+            &target.what(op, dtype, "K of 10"),
+            target.run(op, dtype, &Attrs::new(), &[&odd]),
+            &["pack_int8", "K = 10", "multiple of 4"],
+        );
         coverage.saw(op, dtype);
     }
     coverage.assert_complete();
 }
 
-/// Random int8 weights `[n, k]`: codes (the extremes among them) and float32 scales, and the
-/// dequantized weight in float64.
+/// Random int8 weights `[n, k]` in pack_int8's layout: tiled codes (the extremes among them;
+/// the padding rows zero) and float32 scales `[groups, n]`, and the dequantized weight in
+/// float64.
 fn random_int8_weight(target: &Target, draw: &mut Draw, n: usize, k: usize) -> (Tensor, Tensor, Vec<f64>) {
-    let codes: Vec<u8> = (0..n * k).map(|i| if i % 17 == 0 { 0x80 } else { draw.bits() as u8 }).collect();
-    let scales: Vec<Elem> = (0..n).map(|_| Elem::F(f64::from(draw.uniform(0.001, 0.05) as f32))).collect();
-    let w = (0..n * k).map(|i| f64::from(codes[i] as i8) * scales[i / k].f()).collect();
-    let c = Tensor::from_bytes(DType::Int8, &[n as i64, k as i64], &codes).unwrap().to(target.device).unwrap();
-    (c, target.tensor(DType::Float32, &[n as i64], &scales), w)
+    let groups = k.div_ceil(INT8_GROUP);
+    let mut codes = vec![0u8; n.div_ceil(16) * 16 * k];
+    let mut w = vec![0.0; n * k];
+    let scales: Vec<Elem> = (0..groups * n).map(|_| Elem::F(f64::from(draw.uniform(0.001, 0.05) as f32))).collect();
+    for r in 0..n {
+        for j in 0..k {
+            let code = if (r * k + j) % 17 == 0 { 0x80 } else { draw.bits() as u8 };
+            codes[tile_at(r, j, k)] = code;
+            w[r * k + j] = f64::from(code as i8) * scales[(j / INT8_GROUP) * n + r].f();
+        }
+    }
+    let shape = [n.div_ceil(16) as i64, (k / 4) as i64, 16, 4];
+    let c = Tensor::from_bytes(DType::Int8, &shape, &codes).unwrap().to(target.device).unwrap();
+    (c, target.tensor(DType::Float32, &[groups as i64, n as i64], &scales), w)
 }
 
-/// Checks matmul_int8 of `x` (`[.., k]`, logical elements `lx`) against the float64 product.
+/// Checks matmul_int8 of `x` (`[.., k]`, logical elements `lx`) against the float64 product,
+/// the elements past the default threshold (6) outliers.
 fn check_matmul_int8(target: &Target, case: &str, x: &Tensor, lx: &[Elem], weight: &[Tensor], w: &[f64]) {
     let what = target.what("matmul_int8", DType::Float32, &format!("{case}, x {:?}", x.shape()));
     let k = *x.shape().last().unwrap() as usize;
-    let n = weight[0].shape()[0] as usize;
+    let n = weight[1].shape()[1] as usize;
     let m = lx.len() / k.max(1);
     let inputs: Vec<&Tensor> = std::iter::once(x).chain(weight).collect();
     let out = target.run1("matmul_int8", DType::Float32, &Attrs::new(), &inputs);
@@ -364,7 +405,8 @@ fn check_matmul_int8(target: &Target, case: &str, x: &Tensor, lx: &[Elem], weigh
     let (mut want, mut tols) = (Vec::new(), Vec::new());
     for i in 0..m {
         let row: Vec<f64> = (0..k).map(|l| lx[i * k + l].f()).collect();
-        let (low, high) = row.iter().fold((0.0f64, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+        let inside = |v: f64| if v.abs() > 6.0 { 0.0 } else { v };
+        let (low, high) = row.iter().fold((0.0f64, 0.0f64), |(l, h), &v| (l.min(inside(v)), h.max(inside(v))));
         let step = (high - low) / 255.0;
         for j in 0..n {
             let wj = &w[j * k..][..k];
@@ -372,14 +414,15 @@ fn check_matmul_int8(target: &Target, case: &str, x: &Tensor, lx: &[Elem], weigh
             let magnitude: f64 = row.iter().zip(wj).map(|(a, b)| (a * b).abs()).sum();
             let weights: f64 = wj.iter().map(|v| v.abs()).sum();
             want.push(Elem::F(dot + bias.as_ref().map_or(0.0, |b| b[j].f())));
-            tols.push(Tol::with_abs(4.0, 0.5 * step * weights * (1.0 + 1e-6) + 4.0 * pow2(-24) * magnitude));
+            tols.push(Tol::with_abs(4.0, 0.5 * step * weights * (1.0 + 1e-6) + 8.0 * pow2(-24) * magnitude));
         }
     }
     assert_elems(&what, DType::Float32, &read(&out), &want, |i| tols[i]);
 }
 
 /// matmul_int8: 1, 5, 16, 17 and 70 rows, leading dims, a transposed x, no rows, with and
-/// without a bias, K under, at and past one 64-code step; operands the spec refuses named.
+/// without a bias, K under, at and past one group, N across panels, outliers past the
+/// threshold; operands the spec refuses named.
 pub fn matmul_int8_values(target: &Target) {
     let mut coverage = Coverage::new(target, "quant", "matmul_int8").only("matmul_int8");
     let mut draw = Draw::new(94);
@@ -387,7 +430,7 @@ pub fn matmul_int8_values(target: &Target) {
         if op != "matmul_int8" {
             continue;
         }
-        for (n, k) in [(24usize, 200usize), (7, 64), (5, 9)] {
+        for (n, k) in [(24usize, 200usize), (7, 64), (5, 12), (33, 132)] {
             let (codes, scales, w) = random_int8_weight(target, &mut draw, n, k);
             let bias =
                 target.tensor(DType::Float32, &[n as i64], &cases::floats(&mut draw, DType::Float32, n, -1.0, 1.0));
@@ -396,7 +439,11 @@ pub fn matmul_int8_values(target: &Target) {
                 for rows in [&[1i64][..], &[5], &[16], &[17], &[70], &[2, 3]] {
                     let mut shape = rows.to_vec();
                     shape.push(k as i64);
-                    let lx = cases::floats(&mut draw, dtype, cases::numel(&shape), -1.0, 1.5);
+                    let mut lx = cases::floats(&mut draw, dtype, cases::numel(&shape), -1.0, 1.5);
+                    // an outlier feature (past the threshold of 6) in every other row
+                    for (i, e) in lx.iter_mut().enumerate().filter(|(i, _)| i % k == 3 && (i / k) % 2 == 0) {
+                        *e = Elem::F(if i % 4 == 0 { 40.0 } else { -17.5 });
+                    }
                     let x = target.tensor(dtype, &shape, &lx);
                     check_matmul_int8(target, &case, &x, &lx, &weight, &w);
                 }
@@ -413,11 +460,17 @@ pub fn matmul_int8_values(target: &Target) {
             }
         }
         let (codes, scales, _) = random_int8_weight(target, &mut draw, 4, 64);
-        let x = target.tensor(dtype, &[2, 32], &cases::floats(&mut draw, dtype, 64, -1.0, 1.0));
+        let x = target.tensor(dtype, &[2, 60], &cases::floats(&mut draw, dtype, 120, -1.0, 1.0));
         assert_refused(
             &target.what(op, dtype, "K of x differs"),
             target.run(op, dtype, &Attrs::new(), &[&x, &codes, &scales]),
-            &["matmul_int8", "[N, 32]"],
+            &["matmul_int8", "codes [1, 15, 16, 4]"],
+        );
+        let x = target.tensor(dtype, &[2, 64], &cases::floats(&mut draw, dtype, 128, -1.0, 1.0));
+        assert_refused(
+            &target.what(op, dtype, "a negative threshold"),
+            target.run(op, dtype, &Attrs::new().with("threshold", AttrValue::Float(-1.0)), &[&x, &codes, &scales]),
+            &["matmul_int8", "threshold must be ≥ 0"],
         );
         coverage.saw(op, dtype);
     }

@@ -1,6 +1,6 @@
 //! The lane sums of a 4 × 4 block of AVX-512 accumulators, as one vector: the few-rows float
-//! product (`matmul/rows_dot.rs`) and the int8 product (`quant/vnni.rs`) each end a block with
-//! 16 accumulators of 16 lanes whose sums they need. Summed one by one that takes about 128
+//! product (`matmul/rows_dot.rs`) ends a block with 16 accumulators of 16 lanes whose sums it
+//! needs. Summed one by one that takes about 128
 //! instructions; interleaved in pairs and added, halving their count at each of four levels, 45.
 //! The moves are the same for any 32-bit lanes, so they are written once over `__m512i` with the
 //! caller's addition (float or integer): the result's bits are what that addition in this order

@@ -8,7 +8,7 @@
 //! combines them in order. float16 and bfloat16 caches of head dim 64 or 128 (d = dv) with
 //! 16-byte aligned rows score and weigh on the tensor cores (`decode_mma_…`); other calls run
 //! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone ([`plan`]: about
-//! [`TARGET_BLOCKS`] blocks, at least one loop step's keys each), never on the length, which the
+//! [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks, at least one loop step's keys each), never on the length, which the
 //! kernel reads from the device: one graph serves every step. The workspace is declared for
 //! exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
 //!
@@ -35,9 +35,14 @@ const COMBINE_THREADS: u32 = 256;
 /// keys, at least one step's (short caches are cut into one-step splits: their time is the
 /// loads' latency, not their bytes).
 const KEY_STEP: i64 = 128 * 2;
-/// The blocks a launch aims at (the splits fill the device at every batch and head count; 512
-/// measured faster than 1024 at 8K to 128K keys on an H200, docs/BENCHMARKS.md).
+/// The blocks a launch of the CUDA-core kernels aims at (the splits fill the device at every
+/// batch and head count; 512 measured faster than 1024 at 8K to 128K keys on an H200,
+/// docs/BENCHMARKS.md).
 pub const TARGET_BLOCKS: i64 = 512;
+/// The blocks a launch of the tensor-core kernels aims at: about one wave of two blocks a
+/// multiprocessor on a 132-SM Hopper (longer splits; 256 measured 15% faster than 512 at 8K
+/// keys, 3–5% at 32K and the same at 1K and 128K on an H100, docs/BENCHMARKS.md).
+pub const MMA_TARGET_BLOCKS: i64 = 256;
 /// The widest head dim the kernels hold (32 threads of 8 columns).
 const MAX_WIDTH: i64 = 256;
 /// Keys a tensor-core block takes per step of its loop: 4 warps × a tile of 16
@@ -98,16 +103,16 @@ pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
         )));
     }
     let rows = ((z.hq / z.hk.max(1)) * z.sq) as i64;
-    let (split, rows_per_block, step) = if on_tensor_cores(z, dtype) {
-        (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP)
+    let (split, rows_per_block, step, target) = if on_tensor_cores(z, dtype) {
+        (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP, MMA_TARGET_BLOCKS)
     } else {
         let threads_per_key = threads_per_key(width);
-        (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key)
+        (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key, TARGET_BLOCKS)
     };
     let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
     let t = z.sk as i64;
     let per_split = (z.b * z.hk) as i64 * row_groups;
-    let most = (TARGET_BLOCKS / per_split.max(1)).max(1);
+    let most = (target / per_split.max(1)).max(1);
     let wanted = ((t + step - 1) / step).clamp(1, most);
     let chunk = ((t + wanted - 1) / wanted + step - 1) / step * step;
     let chunk = chunk.max(step);
@@ -324,8 +329,8 @@ mod tests {
             assert_eq!((cut.splits, cut.chunk), (splits, chunk), "T = {t}");
             assert!(cut.splits * cut.chunk >= t as i64 && (cut.splits - 1) * cut.chunk < t as i64);
         }
-        // the same on bfloat16: the tensor cores, 8 rows a block, 64 keys a step
-        for (t, splits, chunk) in [(1024, 16, 64), (8192, 64, 128), (131072, 64, 2048), (100, 2, 64)] {
+        // the same on bfloat16: the tensor cores, 8 rows a block, 64 keys a step, 32 splits at most
+        for (t, splits, chunk) in [(1024, 16, 64), (8192, 32, 256), (131072, 32, 4096), (100, 2, 64)] {
             let cut = plan(&shape(1, 32, 8, 1, t, 128), DType::Bfloat16).unwrap();
             assert_eq!((cut.split, cut.rows_per_block, cut.row_groups), (Split::TensorCores, 8, 1));
             assert_eq!((cut.splits, cut.chunk), (splits, chunk), "T = {t}");
@@ -354,6 +359,7 @@ mod tests {
         let m = |s: &[i64]| TensorMeta::new(f, s);
         let inputs =
             [m(&[1, 32, 1, 128]), m(&[1, 8, 8192, 128]), m(&[1, 8, 8192, 128]), TensorMeta::new(DType::Int32, &[])];
-        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 64 * 130);
+        // 32 splits of 256 keys on the tensor cores
+        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 32 * 130);
     }
 }

@@ -93,7 +93,7 @@ fn the_decisions_where_the_standard_is_silent() {
 
 #[test]
 fn packed_representations_are_refused_by_name() {
-    for packed in [Int4G128Asym, Int4G128Sym, Int8PerChannel] {
+    for packed in [Int4G128Asym, Int4G128Sym, Int8PerChannel, Int8G64] {
         let err = binary_result(Float16, packed).unwrap_err().to_string();
         assert!(err.contains(packed.name()) && err.contains("packed"), "{err}");
         assert!(float_math_input(packed).is_err());

@@ -10,22 +10,28 @@
 //!   minimum and `(max − min) / (2^bits − 1)` rounded to the scale dtype, codes rounded to
 //!   nearest against those rounded values and clamped to the code range.
 //!
-//! - `matmul_int8(x, codes, scales[, bias])`: `x [.., K]` float32 times `Wᵀ`, `W [N, K]`
-//!   stored as signed `codes [N, K]` with one float32 scale per row (`w = code·scale`, the
-//!   table's `int8-per-channel`), plus an optional float32 `bias [N]` → `[.., N]` float32.
-//!   Dynamically quantized: each row of x is quantized on the fly to unsigned 8-bit codes over
-//!   its own range (which includes 0), `x ≈ (q − zero)·step`, and the products are summed
-//!   exactly in 32-bit integers: `y = step·scale·(Σ q·code − zero·Σ code) + bias`. K is at
-//!   most [`INT8_MAX_DEPTH`], where those sums cannot overflow. Declared flops: `2·m·n·k`
-//!   for the product, `4·m·k` for the quantization of x, `3·m·n` for the scaling (and `m·n`
-//!   for a bias); each backend declares its own workspace.
-//! - `pack_int8(weight [N, K])` (a float dtype) → `(codes, scales)`: per row, the scale
-//!   `max |w| / 127` in float32 and codes rounded to nearest against it, in −127..=127.
+//! - `matmul_int8(x, codes, scales[, bias], threshold = 6)`: `x [.., K]` float32 times `Wᵀ`,
+//!   `W [N, K]` in the table's `int8-g64`: signed codes, a float32 scale per group of 64 along
+//!   a row (`w = code·scale`), stored as `codes` in tiles of 16 weight rows × 4 codes
+//!   ([`Int8Layout::codes_shape`]; K a multiple of 4) and `scales [groups, N]`; plus an optional float32
+//!   `bias [N]` → `[.., N]` float32. Dynamically quantized: each element of x with a magnitude
+//!   over `threshold` is an outlier and stays float32; the others of its row are quantized on
+//!   the fly to unsigned 8-bit codes over their own range (which includes 0),
+//!   `x ≈ (q − zero)·step`. Per group the code products are summed exactly in integers,
+//!   `D = Σ q·code − zero·Σ code`, and the output is, in this float32 order,
+//!   `acc = fma(D_g, scale_g, acc)` over the groups, `y = acc·step`, then
+//!   `y = fma(x_j·scale, code_j, y)` over the row's outliers in order, then `y + bias`.
+//!   Declared flops: `2·m·n·k` for the product, `4·m·k` for the quantization of x,
+//!   `4·m·n·groups` for the groups' scaling, `m·n` for the step (and `m·n` for a bias); each
+//!   backend declares its own workspace.
+//! - `pack_int8(weight [N, K])` (a float dtype) → `(codes, scales)`: per group of 64 along a
+//!   row, the scale `max |w| / 127` in float32 and codes rounded to nearest against it, in
+//!   −127..=127, laid out as `matmul_int8` reads them; K must be a multiple of 4.
 //!
 //! Bits, group, code storage and scale dtype are read from the dtype table
-//! (`DType::Int4G128Asym.packed()`, `DType::Int8PerChannel.packed()`), never written here.
+//! (`DType::Int4G128Asym.packed()`, `DType::Int8G64.packed()`), never written here.
 
-use super::{require_dtype, OpDef, Spec, FLOATS};
+use super::{require_dtype, AttrDoc, OpDef, Spec, FLOATS};
 use crate::dtype::DType;
 use crate::facts::Group;
 use crate::kernel::{saturating_product, Attrs, Cost, KernelError, Result, TensorMeta};
@@ -260,41 +266,76 @@ fn bind(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>
     })
 }
 
-/// The deepest product `matmul_int8` takes: `K·255·128` (the largest sum of code products)
-/// stays below 2³¹.
-pub const INT8_MAX_DEPTH: usize = 65_536;
-
-/// The packed int8 layout as kernels use it, read from the dtype table.
+/// The int8 layout as kernels use it: symmetric codes whose groups along a row share a float32
+/// scale (bits and group read from the dtype table's `int8-g64`), stored in tiles of
+/// [`Int8Layout::TILE_ROWS`] weight rows × [`Int8Layout::TILE_DEPTH`] consecutive codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Int8Layout {
     /// The largest code magnitude (`2^(bits − 1) − 1`: symmetric codes).
     pub largest: i32,
+    /// Elements of a row sharing one scale.
+    pub group: usize,
 }
 
 impl Int8Layout {
-    /// The `int8-per-channel` layout from the table, checked to be what the kernels serve:
-    /// 8-bit int8 codes, one float32 scale per output channel, no minimum.
+    /// Weight rows in a tile of the codes (a tile is one 64-byte vector of the kernels).
+    pub const TILE_ROWS: usize = 16;
+    /// Consecutive codes of one weight row in a tile.
+    pub const TILE_DEPTH: usize = 4;
+
+    /// The `int8-g64` layout from the table, checked to be what the kernels serve: 8-bit int8
+    /// codes, a float32 scale per group of a multiple of [`Self::TILE_DEPTH`] elements, no
+    /// minimum.
     pub fn of_table(op: &str) -> Result<Int8Layout> {
-        let dtype = DType::Int8PerChannel;
+        let dtype = DType::Int8G64;
         let packed = dtype.packed().map_err(|e| invalid(format!("{op}: {e}")))?;
         let named = |name: &str| DType::from_name(name).map_err(|e| invalid(format!("{op}: {e}")));
-        let storage = named(&packed.storage)?;
+        let group = match packed.group {
+            Group::Elements(size) if size > 0 && size as usize % Self::TILE_DEPTH == 0 => size as usize,
+            _ => 0,
+        };
         if packed.bits != 8
-            || storage != DType::Int8
+            || named(&packed.storage)? != DType::Int8
             || named(&packed.scale)? != DType::Float32
             || packed.minimum.is_some()
-            || !matches!(packed.group, Group::Channel(_))
+            || group == 0
         {
             return Err(invalid(format!(
-                "{op}: {dtype} in the table is not 8-bit int8 codes with one float32 scale per channel"
+                "{op}: {dtype} in the table is not 8-bit int8 codes with a float32 scale per group of a multiple of {} elements",
+                Self::TILE_DEPTH
             )));
         }
-        Ok(Int8Layout { largest: (1 << (packed.bits - 1)) - 1 })
+        Ok(Int8Layout { largest: (1 << (packed.bits - 1)) - 1, group })
+    }
+
+    /// Groups of a row of `k` elements (the last one may be partial).
+    pub fn groups(&self, k: usize) -> usize {
+        k.div_ceil(self.group)
+    }
+
+    /// The codes' shape for a weight `[n, k]`: `[⌈n/16⌉, k/4, 16, 4]` — tiles of 16 weight rows
+    /// × 4 consecutive codes, a panel of 16 rows' tiles along K after another, the rows past `n`
+    /// zero codes. Refused (naming `op`) where `k` is not a multiple of 4: the shape then holds
+    /// K exactly, so that an x of another K is refused, never multiplied.
+    pub fn codes_shape(&self, op: &str, n: usize, k: usize) -> Result<[i64; 4]> {
+        if k % Self::TILE_DEPTH != 0 {
+            return Err(invalid(format!(
+                "{op}: K = {k} is not a multiple of {} (the int8 tiles hold {} codes of a row)",
+                Self::TILE_DEPTH,
+                Self::TILE_DEPTH
+            )));
+        }
+        Ok([
+            n.div_ceil(Self::TILE_ROWS) as i64,
+            (k / Self::TILE_DEPTH) as i64,
+            Self::TILE_ROWS as i64,
+            Self::TILE_DEPTH as i64,
+        ])
     }
 }
 
-/// The sizes of a `matmul_int8` call: rows of x, outputs, contracted extent, whether a bias is
-/// added, the output's shape.
+/// The sizes of a `matmul_int8` call: rows of x, outputs, contracted extent, groups along it,
+/// whether a bias is added, the output's shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Int8Shape {
     /// Rows of x (every leading dim).
@@ -303,20 +344,27 @@ pub struct Int8Shape {
     pub n: usize,
     /// The contracted extent.
     pub k: usize,
+    /// Groups along K (`⌈k / group⌉`).
+    pub groups: usize,
     /// Whether a bias row is added.
     pub bias: bool,
     /// The output's shape.
     pub out: Vec<i64>,
 }
 
-/// `matmul_int8(x, codes, scales[, bias])` on float32 x.
+/// `matmul_int8(x, codes, scales[, bias], threshold)` on float32 x.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatmulInt8 {
     /// The packed layout.
     pub layout: Int8Layout,
+    /// Elements of x with a magnitude above this stay float32 (the outliers).
+    pub threshold: f32,
 }
 
 impl MatmulInt8 {
+    /// The default `threshold` (LLM.int8()'s: activations past 6 are rare outlier features).
+    pub const THRESHOLD: f32 = 6.0;
+
     /// The sizes of a call on `inputs`; refused naming the operands that do not fit.
     pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<Int8Shape> {
         let (x, codes, scales, bias) = match inputs {
@@ -342,31 +390,32 @@ impl MatmulInt8 {
                 bias.map(|b| format!(", {}", b.dtype)).unwrap_or_default()
             )));
         }
-        let (Some(&k), &[n, depth]) = (x.shape.last(), &codes.shape[..]) else {
+        let (Some(&k), &[groups, n]) = (x.shape.last(), &scales.shape[..]) else {
             return Err(invalid(format!(
-                "matmul_int8: x must be [.., K] and codes [N, K], got {:?} and {:?}",
-                x.shape, codes.shape
+                "matmul_int8: x must be [.., K] and scales [groups, N], got {:?} and {:?}",
+                x.shape, scales.shape
             )));
         };
-        if depth != k || scales.shape != [n] || bias.is_some_and(|b| b.shape != [n]) {
+        let (k, n) = (k as usize, n as usize);
+        let want = self.layout.codes_shape("matmul_int8", n, k)?;
+        if groups as usize != self.layout.groups(k)
+            || codes.shape != want
+            || bias.is_some_and(|b| b.shape != [n as i64])
+        {
             return Err(invalid(format!(
-                "matmul_int8: for x {:?} codes must be [N, {k}] and scales (and bias) [N]; got {:?}, {:?}{}",
+                "matmul_int8: for x {:?} and N = {n}, scales must be [{}, {n}], codes {want:?} (pack_int8's layout) and bias [{n}]; got {:?}, {:?}{}",
                 x.shape,
-                codes.shape,
+                self.layout.groups(k),
                 scales.shape,
+                codes.shape,
                 bias.map(|b| format!(", {:?}", b.shape)).unwrap_or_default()
             )));
         }
-        if k as usize > INT8_MAX_DEPTH {
-            return Err(invalid(format!(
-                "matmul_int8: K = {k} is deeper than {INT8_MAX_DEPTH}, past which the int32 sums of code products could overflow"
-            )));
-        }
         let mut out = x.shape.clone();
-        *out.last_mut().expect("x has a last dim") = n;
+        *out.last_mut().expect("x has a last dim") = n as i64;
         // saturating: the leading dims of an empty x (k = 0) may multiply past 64 bits
         let m = x.shape[..x.shape.len() - 1].iter().fold(1i64, |p, &d| p.saturating_mul(d)) as usize;
-        Ok(Int8Shape { m, n: n as usize, k: k as usize, bias: bias.is_some(), out })
+        Ok(Int8Shape { m, n, k, groups: groups as usize, bias: bias.is_some(), out })
     }
 }
 
@@ -380,16 +429,17 @@ impl Spec for MatmulInt8 {
     }
 
     fn key(&self) -> String {
-        format!("matmul_int8:{}:{}", DType::Float32.launch_key(), DType::Int8PerChannel.launch_key())
+        format!("matmul_int8:{}:{}", DType::Float32.launch_key(), DType::Int8G64.launch_key())
     }
 
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let z = self.sizes(inputs)?;
         let read = crate::kernel::total_bytes(inputs)?;
-        let (m, n, k) = (z.m as u64, z.n as u64, z.k as u64);
+        let (m, n, k, g) = (z.m as u64, z.n as u64, z.k as u64, z.groups as u64);
         let flops = saturating_product(&[2, m, n, k])
             .saturating_add(saturating_product(&[4, m, k]))
-            .saturating_add(saturating_product(&[3 + u64::from(z.bias), m, n]));
+            .saturating_add(saturating_product(&[4, m, n, g]))
+            .saturating_add(saturating_product(&[1 + u64::from(z.bias), m, n]));
         Cost::simple(vec![TensorMeta::new(DType::Float32, &z.out)], read, flops)
     }
 
@@ -443,7 +493,9 @@ impl Spec for PackInt8 {
     fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
         let (n, k) = self.sizes(inputs)?;
         let (n, k) = (n as i64, k as i64);
-        let outputs = vec![TensorMeta::new(DType::Int8, &[n, k]), TensorMeta::new(DType::Float32, &[n])];
+        let groups = self.layout.groups(k as usize) as i64;
+        let codes = self.layout.codes_shape("pack_int8", n as usize, k as usize)?;
+        let outputs = vec![TensorMeta::new(DType::Int8, &codes), TensorMeta::new(DType::Float32, &[groups, n])];
         // Per element: the magnitude's maximum, a divide, a round.
         Cost::simple(outputs, inputs[0].bytes()?, inputs[0].numel()?.saturating_mul(3))
     }
@@ -454,12 +506,17 @@ impl Spec for PackInt8 {
 }
 
 fn bind_int8(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
-    attrs.only(name, &[])?;
     let layout = Int8Layout::of_table(name)?;
     Ok(if name == "matmul_int8" {
+        attrs.only(name, &["threshold"])?;
         require_dtype(name, dtype, &[DType::Float32])?;
-        Arc::new(MatmulInt8 { layout })
+        let threshold = attrs.float(name, "threshold", Some(f64::from(MatmulInt8::THRESHOLD)))? as f32;
+        if threshold.is_nan() || threshold < 0.0 {
+            return Err(invalid(format!("matmul_int8: threshold must be ≥ 0 (inf: no outliers), got {threshold}")));
+        }
+        Arc::new(MatmulInt8 { layout, threshold })
     } else {
+        attrs.only(name, &[])?;
         require_dtype(name, dtype, &FLOATS)?;
         Arc::new(PackInt8 { dtype, layout })
     })
@@ -490,9 +547,14 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
     ops.push(OpDef {
         name: "matmul_int8",
         family: "quant",
-        summary: "x · Wᵀ (+ bias) with W in the int8-per-channel layout, x quantized per row on the fly",
+        summary:
+            "x · Wᵀ (+ bias) with W in the int8-g64 layout, x quantized per row on the fly, its outliers in float32",
         inputs: &["x", "codes", "scales", "bias?"],
-        attrs: &[],
+        attrs: &[AttrDoc {
+            name: "threshold",
+            meaning: "elements of x with a magnitude above it are multiplied in float32, not quantized (inf: none)",
+            default: Some("6.0"),
+        }],
         dtypes: |_| &[DType::Float32],
         bind: bind_int8,
         follows_policy: false,
@@ -500,7 +562,7 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
     ops.push(OpDef {
         name: "pack_int8",
         family: "quant",
-        summary: "a float weight [N, K] quantized into the int8-per-channel layout",
+        summary: "a float weight [N, K] quantized into the int8-g64 layout (tiles of 16 rows × 4 codes)",
         inputs: &["weight"],
         attrs: &[],
         dtypes: |_| &FLOATS,
