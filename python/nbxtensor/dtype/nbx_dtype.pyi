@@ -27,6 +27,7 @@ class NBXDtype(enum.Enum):
     int4_g128_asym = 17
     int4_g128_sym = 18
     int8_per_channel = 19
+    int8_g64 = 20
     @property
     def table_name(self) -> str: ...
 
