@@ -7,10 +7,10 @@
 //! and writes a partial (max, sum, weighted values) per row to the workspace; a second kernel
 //! combines them in order. float16 and bfloat16 caches of head dim 64 or 128 (d = dv) with
 //! 16-byte aligned rows score and weigh on the tensor cores (`decode_mma_…`); other calls run
-//! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone ([`plan`]: about
-//! [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks, at least one loop step's keys each), never on the length, which the
-//! kernel reads from the device: one graph serves every step. The workspace is declared for
-//! exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
+//! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone ([`plan`]:
+//! about [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks, at least one loop step's keys
+//! each), never on the length, which the kernel reads from the device: one graph serves every
+//! step. The workspace is declared for exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
 //!
 //! The valid length is clamped to `0..=T` and a write skips the rows outside the cache: the
 //! values live on the device, where no error can be raised (the host backend refuses them).

@@ -9,8 +9,8 @@
 //! thread count. The outliers are added in float32 from the dequantized weight.
 //!
 //! Workspace (`8·M·⌈K/64⌉ + 8·M + M·K` bytes): each row's outlier mask, step and zero code,
-//! and x's codes. Each task sums the codes of its own weight
-//! panels per group as it starts on them (no pass over the whole weight).
+//! and x's codes. Each task sums the codes of its own weight panels per group as it starts on
+//! them (no pass over the whole weight).
 
 use super::vnni;
 use crate::backend::cpu::buffers::{read, write, Float};
