@@ -3,6 +3,7 @@
 use super::{Program, ProgramError, ProgramPlan, Result, Source};
 use crate::kernel::{Launch, Workspace};
 use crate::memory::{Arena, Region};
+use crate::settings::threads;
 use crate::tensor::{Storage, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -147,13 +148,18 @@ impl Executable {
     }
 
     /// Runs the program on `inputs` (the traced dtypes and shapes): copies them in, launches
-    /// every kernel over the arena, and returns copies of the outputs. Runs from several
-    /// threads take turns.
+    /// every kernel over the arena (a host program's from one of the CPU pool's threads), and
+    /// returns copies of the outputs. Runs from several threads take turns.
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         let _turn = self.turn();
         self.load_inputs(inputs)?;
-        for index in 0..self.steps.len() {
-            self.launch(index)?;
+        let launch_all = || (0..self.steps.len()).try_for_each(|index| self.launch(index));
+        if crate::backend::of(self.program.device).host_addressable() {
+            // on one of the pool's threads, so that a launch that splits its work starts on it
+            // at once: from this thread each split would hand the work over and wait to be woken
+            threads::install(launch_all)?;
+        } else {
+            launch_all()?;
         }
         self.copy_outputs()
     }
