@@ -13,7 +13,6 @@ use nbxtensor::random::Generator;
 use nbxtensor::settings::launch_observer::{self, KeyRecorder};
 use nbxtensor::settings::threads;
 use nbxtensor::tensor::Tensor;
-use rayon::prelude::*;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,20 +58,6 @@ fn eight_threads_share_everything_and_get_their_own_answers() {
             let out = executable.run(&[&Tensor::from_vec(v.clone(), &[64]).unwrap()]).unwrap().remove(0);
             check(wrong, out.to_vec::<f32>().unwrap() == tripled(&v));
         }
-    });
-
-    // a host run takes its launches onto the CPU pool: runs started from the pool's own
-    // threads (a parallel loop of replays) run there, each in turn, none waiting on itself
-    let replay: Arc<Replay> =
-        Arc::new(Executable::new(program.clone(), program.plan().unwrap()).unwrap().capture(&[&example()]).unwrap());
-    on_threads("replays from the pool's threads", move |i, wrong| {
-        threads::install(|| {
-            (0..ITERATIONS).into_par_iter().for_each(|k| {
-                let v = values(i, k);
-                let out = replay.run(&[&Tensor::from_vec(v.clone(), &[64]).unwrap()]).unwrap().remove(0);
-                check(wrong, out.to_vec::<f32>().unwrap() == tripled(&v));
-            })
-        });
     });
 
     on_threads("captures", |i, wrong| {

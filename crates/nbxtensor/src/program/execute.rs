@@ -156,8 +156,9 @@ impl Executable {
         let launch_all = || (0..self.steps.len()).try_for_each(|index| self.launch(index));
         if crate::backend::of(self.program.device).host_addressable() {
             // on one of the pool's threads, so that a launch that splits its work starts on it
-            // at once: from this thread each split would hand the work over and wait to be woken
-            threads::install(launch_all)?;
+            // at once (from this thread each split would hand the work over and wait to be
+            // woken), the others kept awake for the parts it splits off
+            threads::install_awake(launch_all)?;
         } else {
             launch_all()?;
         }

@@ -2,6 +2,8 @@
 //! application sets a size.
 
 use super::SettingsError;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// The pool in force and the size it was built with (`None`: the measured size).
@@ -90,6 +92,82 @@ pub fn install<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     pool().install(work)
 }
 
+thread_local! {
+    /// Whether this thread runs [`install_awake`]'s work or keeps awake for it.
+    static AWAKE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Idle polls of a thread kept awake between which it offers its core to the system.
+const POLLS_BEFORE_YIELD: u32 = 64;
+
+/// Runs `work` on one of the pool's threads while the pool's other threads stay awake, polling
+/// for the parallel work it splits off and taking it at once. A run of many short launches (a
+/// program's replay at a batch of a few rows) otherwise wakes a sleeping thread for each
+/// parallel launch, which costs a system call on one side and a wake-up of tens of
+/// microseconds on the other. The helpers poll only until `work` returns (or panics), offer
+/// their core to the system every [`POLLS_BEFORE_YIELD`] idle polls, and are detached: `work`
+/// never waits for them. Inside such a run (or on a thread kept awake) it is [`install`].
+pub fn install_awake<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    let pool = pool();
+    if pool.current_num_threads() < 2 || AWAKE.get() {
+        return pool.install(work);
+    }
+    pool.install(|| {
+        let owner = rayon::current_thread_index();
+        let done = Arc::new(AtomicBool::new(false));
+        for _ in 1..pool.current_num_threads() {
+            let done = Arc::clone(&done);
+            rayon::spawn(move || keep_awake(owner, &done));
+        }
+        // `done` is set however `work` ends
+        let _finish = Finish(done);
+        AWAKE.set(true);
+        let _clear = Clear;
+        work()
+    })
+}
+
+/// Sets its flag when dropped.
+struct Finish(Arc<AtomicBool>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Clears this thread's [`AWAKE`] when dropped.
+struct Clear;
+
+impl Drop for Clear {
+    fn drop(&mut self) {
+        AWAKE.set(false);
+    }
+}
+
+/// One of [`install_awake`]'s helpers: polls the pool for work until `done`. The run's own
+/// thread, and a thread already inside such a run, return at once (a helper on the run's own
+/// thread would poll on top of the run's work until the run ends: never).
+fn keep_awake(owner: Option<usize>, done: &AtomicBool) {
+    if rayon::current_thread_index() == owner || AWAKE.get() {
+        return;
+    }
+    AWAKE.set(true);
+    let _clear = Clear;
+    let mut idle = 0u32;
+    while !done.load(Ordering::Acquire) {
+        if rayon::yield_now() == Some(rayon::Yield::Executed) {
+            idle = 0;
+        } else if idle == POLLS_BEFORE_YIELD {
+            std::thread::yield_now();
+            idle = 0;
+        } else {
+            idle += 1;
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Splits `0..n` into at most `pieces` contiguous ranges of near-equal length (the first
 /// `n % pieces` ranges one longer), none empty.
 ///
@@ -111,4 +189,25 @@ pub fn split(n: usize, pieces: usize) -> Vec<std::ops::Range<usize>> {
             range
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rayon::prelude::*;
+
+    #[test]
+    fn a_kept_awake_run_gives_its_value_nests_and_passes_a_panic_on() {
+        let sum: u64 = install_awake(|| (0..10_000u64).into_par_iter().map(|i| i * i).sum());
+        assert_eq!(sum, (0..10_000u64).map(|i| i * i).sum::<u64>());
+        // a run inside a run is a plain install on the same pool thread
+        assert!(install_awake(|| install_awake(|| AWAKE.get() && rayon::current_thread_index().is_some())));
+        // a panic reaches the caller, and the runs after it finish with their values
+        let caught = std::panic::catch_unwind(|| install_awake(|| -> u32 { panic!("inside a kept-awake run") }));
+        assert!(caught.is_err());
+        for i in 0..200u64 {
+            let n = install_awake(|| (0..i).into_par_iter().sum::<u64>());
+            assert_eq!(n, i * i.saturating_sub(1) / 2);
+        }
+    }
 }
