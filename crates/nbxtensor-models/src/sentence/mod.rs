@@ -302,7 +302,13 @@ impl SentenceEmbedder {
     /// run's peak ([`SentenceEmbedder::allocated_by`]).
     fn run_eagerly(&self, batch: &SentenceBatch) -> Result<BatchRun> {
         let inputs = batch.inputs().map(|t| t.to(self.device)).into_iter().collect::<Result<Vec<_>, _>>()?;
-        let (outputs, run_allocated_bytes) = self.allocated_by(|| self.model(&inputs));
+        let forward = || self.model(&inputs);
+        // on the CPU from one of the pool's threads, the others kept awake: each op that splits
+        // its work starts on that thread at once (as a replay's launches do)
+        let (outputs, run_allocated_bytes) = self.allocated_by(|| match self.device == Device::CPU {
+            true => nbxtensor::settings::threads::install_awake(forward),
+            false => forward(),
+        });
         let mut outputs = outputs?;
         let memory = BatchMemory { planned_bytes: 0, arena_allocated_bytes: None, run_allocated_bytes };
         Ok(BatchRun { embeddings: outputs.remove(0), mode: BatchMode::Eager, capture_seconds: 0.0, memory })
