@@ -11,7 +11,7 @@
 //! needs workspace (the spec declares none; the CPU's launch declares its own scratch).
 
 use super::dims::{aligned16, grid_extent, merged_layout};
-use super::{device_ptr, function, recent, register, Args};
+use super::{device_context, device_ptr, function, recent, register, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result};
@@ -29,10 +29,28 @@ const CODE_BYTES: u32 = 16;
 pub const MMA_SPAN: i64 = 128;
 /// Output columns per block of the tensor-core path.
 const MMA_COLUMNS: i64 = 32;
-/// Rows per block of the tensor-core path: one 16-row tile (8 warps splitting the depth) up to
-/// 16 rows of x, four tiles (4 warps) past that.
+/// Rows of x up to which the tensor-core path computes one 16-row tile a block.
 const MMA_FEW_ROWS: i64 = 16;
+/// Rows of x a block of the tensor-core path computes past [`MMA_FEW_ROWS`] (four tiles).
 const MMA_MANY_ROWS: i64 = 64;
+
+/// The tensor-core path's block for `blocks` blocks of m rows on a device of `multiprocessors`:
+/// 16-row tiles, warps splitting the depth, and spans of codes a warp keeps in flight. Past 16
+/// rows a block of 4 warps holds 255 registers a thread (two blocks a multiprocessor); where the
+/// blocks are fewer than two a multiprocessor, 8 warps split the depth instead (one block a
+/// multiprocessor, but all of them busy): on an H100 at 64 rows 18.2 against 25.9 µs for 4096 ×
+/// 4096 and 57.7 against 86.3 for 4096 × 14336 (128 blocks), while 14336 × 4096 (448 blocks)
+/// kept 4 warps' 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md, eleventh session).
+fn mma_shape(m: i64, blocks: i64, multiprocessors: u32) -> (i64, u32, u32) {
+    if m <= MMA_FEW_ROWS {
+        (1, 8, 1)
+    } else if blocks < 2 * i64::from(multiprocessors) {
+        (4, 8, 1)
+    } else {
+        (4, 4, 1)
+    }
+}
+
 /// Output tile of the tiled product (its side), and its threads.
 const TILE: i64 = 64;
 const GEMM_THREADS: u32 = 256;
@@ -69,15 +87,17 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         && packed.is_contiguous()
         && aligned16(&[device_ptr(x), device_ptr(packed)]);
     if tensor_cores {
-        let (rows, tiles, warps) = if m <= MMA_FEW_ROWS { (MMA_FEW_ROWS, 1, 8) } else { (MMA_MANY_ROWS, 4, 4) };
-        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}"))?;
+        let rows = if m <= MMA_FEW_ROWS { MMA_FEW_ROWS } else { MMA_MANY_ROWS };
+        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
+        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+        let multiprocessors = device_context(device)?.info().multiprocessors;
+        let (tiles, warps, depth) = mma_shape(m, i64::from(grid_x) * i64::from(grid_y), multiprocessors);
+        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}_w{warps}_d{depth}"))?;
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(f.context().stream_handle(), packed);
         args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
         args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
         args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
-        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
-        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
         return f.launch([grid_x, grid_y, 1], [warps * 32, 1, 1], 0, &mut args);
     }
     let registers = m <= GEMV_ROWS

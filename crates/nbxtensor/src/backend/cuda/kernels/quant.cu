@@ -14,13 +14,14 @@
 //     each column at a time (128 / BITS codes, within one group: group a multiple of them)
 //     and folds scale·Σ x·code + minimum·Σ x. x contiguous with 16-byte aligned rows; packed contiguous
 //     with 16-byte aligned rows.
-//   quant_mma_<dt>_m<MT>(const T* x, i64 m, i64 k, const uchar* packed, const half* scales,
-//                         i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col, i64 n,
-//                         int group, T* out, int early)
+//   quant_mma_<dt>_m<MT>_w<WARPS>_d<DEPTH>(const T* x, i64 m, i64 k, const uchar* packed,
+//                         const half* scales, i64 sc_row, i64 sc_col, const half* minima, i64 mn_row,
+//                         i64 mn_col, i64 n, int group, T* out, int early)
 //     float16 and bfloat16 x, 4-bit codes, any rows, on the tensor cores (mma.sync m16n8k16):
-//     a block computes 16·MT rows × 32 columns; its warps split the depth in spans of 128
+//     a block computes 16·MT rows × 32 columns; its WARPS warps split the depth in spans of 128
 //     (a span lies in one group: group a multiple of 128), a lane streaming 16 bytes of codes
-//     of each of its 4 columns a span, the next span's in flight. Codes become exact float16/
+//     of each of its 4 columns a span, with their scales and minima, the next DEPTH spans' in
+//     flight. Codes become exact float16/
 //     bfloat16 values in registers (a nibble under the exponent of 1024 or 128, less it) and
 //     the tensor cores sum x·code and Σx; a span adds scale·Σ x·code + minimum·Σ x. The depth
 //     inside a span is permuted alike for x and the codes, so a lane's 16 bytes feed its own
@@ -208,41 +209,70 @@ __device__ __forceinline__ unsigned int quant_code_pair(unsigned int nibbles) {
     return Mma<S>::fma(nibbles | base, Mma<S>::ONES, base ^ 0x80008000u);
 }
 
-// A warp's stream of codes: 16 bytes of each of its block's NBX_MMA_TILES · 8 columns a lane
-// (lane t of group g: column 8j + g, the span's chunk t), the next span's in `next`.
-struct QuantCodeStream {
-    const uint4* rows[NBX_MMA_TILES];
-    i64 spans;
-    uint4 next[NBX_MMA_TILES];
+// One 16-bit value read through the read-only path.
+__device__ __forceinline__ unsigned int quant_load_u16(const unsigned short* p) {
+    unsigned short v;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
 
-    __device__ __forceinline__ QuantCodeStream(const uchar* packed, i64 k, i64 n) {
+// A warp's stream of weights, DEPTH spans in flight: of each span, 16 bytes of codes of each of
+// its block's NBX_MMA_TILES · 8 columns a lane (lane t of group g: column 8j + g, the span's
+// chunk t), and the scale and minimum (float16 bits, minimum in the high half) of its columns
+// 8j + 2t and 8j + 2t + 1 in the fragment layout of the outputs. Slot d holds the span the
+// warp takes d steps from now.
+template <int DEPTH>
+struct QuantWeightStream {
+    const uint4* rows[NBX_MMA_TILES];
+    const unsigned short *scales, *minima;
+    i64 sc_row, sc_col, mn_row, mn_col, spans, col0, n;
+    int group;
+    uint4 codes[DEPTH][NBX_MMA_TILES];
+    unsigned int affine[DEPTH][NBX_MMA_TILES][2];
+
+    __device__ __forceinline__ QuantWeightStream(const uchar* packed, i64 k, i64 n_, const unsigned short* scales_,
+                                                 i64 sc_row_, i64 sc_col_, const unsigned short* minima_,
+                                                 i64 mn_row_, i64 mn_col_, int group_)
+        : scales(scales_), minima(minima_), sc_row(sc_row_), sc_col(sc_col_), mn_row(mn_row_), mn_col(mn_col_),
+          spans(k / NBX_MMA_SPAN), col0((i64)blockIdx.x * (NBX_MMA_TILES * 8)), n(n_), group(group_) {
         int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        i64 col0 = (i64)blockIdx.x * (NBX_MMA_TILES * 8);
-        spans = k / NBX_MMA_SPAN;
 #pragma unroll
         for (int j = 0; j < NBX_MMA_TILES; ++j) {
             i64 col = col0 + 8 * j + g < n ? col0 + 8 * j + g : n - 1;  // past the end: the last, unwritten
             rows[j] = reinterpret_cast<const uint4*>(packed + col * (k / 2)) + t;
         }
     }
-    // Loads the codes of `span` into `next` (zeros past the last span).
-    __device__ __forceinline__ void fetch(i64 span) {
-        const uint4 none = {0u, 0u, 0u, 0u};
+    // Loads the weights of `span` into slot d (nothing past the last span).
+    __device__ __forceinline__ void fetch(int d, i64 span) {
+        if (span >= spans) return;
+        int t = threadIdx.x % 4;
+        i64 grp = span * NBX_MMA_SPAN / group;
 #pragma unroll
-        for (int j = 0; j < NBX_MMA_TILES; ++j) next[j] = span < spans ? stream_load(rows[j] + span * 4) : none;
+        for (int j = 0; j < NBX_MMA_TILES; ++j) {
+            codes[d][j] = stream_load(rows[j] + span * 4);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                i64 col = col0 + 8 * j + 2 * t + e < n ? col0 + 8 * j + 2 * t + e : n - 1;
+                affine[d][j][e] = quant_load_u16(scales + col * sc_row + grp * sc_col) |
+                                  quant_load_u16(minima + col * mn_row + grp * mn_col) << 16;
+            }
+        }
     }
 };
 
 // In the fragment layout of tensor_cores.cuh, step 2q + h of a span gives slot 2t (+1) the
 // lane's chunk element 8q + 2h (+4) and slot 2t+8 (+9) element 8q + 2h + 1 (+5): the nibbles
 // (v >> 8h) and (v >> 8h + 4) of the codes' word q, and the pairs of x built by one byte
-// permutation each.
-template <typename S, int MT, int WARPS>
-__device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantCodeStream& stream, const unsigned short* scales,
-                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
-                          int group, typename S::T* out) {
+// permutation each. A warp takes the spans warp, warp + WARPS, …; their sums meet in shared
+// memory, at most 4 warps' at a time, in a fixed order.
+template <typename S, int MT, int WARPS, int DEPTH>
+__device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStream<DEPTH>& stream, i64 n,
+                          typename S::T* out) {
     const int NT = NBX_MMA_TILES;
-    __shared__ float partial[WARPS][MT * NT * 4][32];
+    const int SLOTS = WARPS < 4 ? WARPS : 4;            // warps' partial sums in shared memory at once
+    const int ITEMS = MT * NT * 4 / WARPS;              // output values a thread sums
+    static_assert(ITEMS * WARPS == MT * NT * 4, "the block's outputs split evenly over its threads");
+    __shared__ float partial[SLOTS][MT * NT * 4][32];
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     i64 col0 = (i64)blockIdx.x * (NT * 8), row0 = (i64)blockIdx.y * (MT * 16);
     const i64 spans = stream.spans;
@@ -256,111 +286,137 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantCodeStream&
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-    for (i64 span = warp; span < spans; span += WARPS) {
-        uint4 codes[NT];
+    for (i64 first = warp; first < spans; first += WARPS * DEPTH) {
 #pragma unroll
-        for (int j = 0; j < NT; ++j) codes[j] = stream.next[j];
-        stream.fetch(span + WARPS);
-        // B of step 2q + h: the nibbles (v >> 8h) and (v >> 8h + 4) of the codes' word q,
-        // converted once a span for several row tiles, at each step for one (fewer registers)
-        auto code_pair = [&](int j, int q, int h, int half) {
-            return quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
-        };
-        unsigned int b[MT > 1 ? NT : 1][8][2];
-        if constexpr (MT > 1) {
+        for (int d = 0; d < DEPTH; ++d) {
+            const i64 span = first + d * WARPS;
+            if (span >= spans) break;
+            uint4 codes[NT];
+            float scale[NT][2], minimum[NT][2];
 #pragma unroll
-            for (int j = 0; j < NT; ++j)
+            for (int j = 0; j < NT; ++j) {
+                codes[j] = stream.codes[d][j];
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    scale[j][e] = nbx_f16_to_f32((nbx_f16)(stream.affine[d][j][e] & 0xffffu));
+                    minimum[j][e] = nbx_f16_to_f32((nbx_f16)(stream.affine[d][j][e] >> 16));
+                }
+            }
+            stream.fetch(d, span + WARPS * DEPTH);
+            // B of step 2q + h: the nibbles (v >> 8h) and (v >> 8h + 4) of the codes' word q,
+            // converted once a span for several row tiles, at each step for one (fewer registers)
+            auto code_pair = [&](int j, int q, int h, int half) {
+                return quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
+            };
+            unsigned int b[MT > 1 ? NT : 1][8][2];
+            if constexpr (MT > 1) {
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+#pragma unroll
+                        for (int h = 0; h < 2; ++h)
+#pragma unroll
+                            for (int half = 0; half < 2; ++half) b[j][2 * q + h][half] = code_pair(j, q, h, half);
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                i64 r_low = row0 + 16 * i + g, r_high = r_low + 8;
+                if (row0 + 16 * i >= m) break;
+                uint4 xl[4], xh[4];
+                const uint4* pl = reinterpret_cast<const uint4*>(x + r_low * k + span * NBX_MMA_SPAN + t * 32);
+                const uint4* ph = reinterpret_cast<const uint4*>(x + r_high * k + span * NBX_MMA_SPAN + t * 32);
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    xl[q] = r_low < m ? pl[q] : none;
+                    xh[q] = r_high < m ? ph[q] : none;
+                }
+                float dot[NT][4], xsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) dot[j][e] = 0.0f;
 #pragma unroll
                 for (int q = 0; q < 4; ++q)
 #pragma unroll
-                    for (int h = 0; h < 2; ++h)
+                    for (int h = 0; h < 2; ++h) {
+                        unsigned int lo_l = word_of(xl[q], h), hi_l = word_of(xl[q], h + 2);
+                        unsigned int lo_h = word_of(xh[q], h), hi_h = word_of(xh[q], h + 2);
+                        unsigned int a[4] = {__byte_perm(lo_l, hi_l, 0x5410), __byte_perm(lo_h, hi_h, 0x5410),
+                                             __byte_perm(lo_l, hi_l, 0x7632), __byte_perm(lo_h, hi_h, 0x7632)};
 #pragma unroll
-                        for (int half = 0; half < 2; ++half) b[j][2 * q + h][half] = code_pair(j, q, h, half);
-        }
-        i64 grp = span * NBX_MMA_SPAN / group;
-        float scale[NT][2], minimum[NT][2];
-#pragma unroll
-        for (int j = 0; j < NT; ++j)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                i64 col = col0 + 8 * j + 2 * t + e < n ? col0 + 8 * j + 2 * t + e : n - 1;
-                scale[j][e] = quant_half(scales + col * sc_row + grp * sc_col);
-                minimum[j][e] = quant_half(minima + col * mn_row + grp * mn_col);
-            }
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            i64 r_low = row0 + 16 * i + g, r_high = r_low + 8;
-            if (row0 + 16 * i >= m) break;
-            uint4 xl[4], xh[4];
-            const uint4* pl = reinterpret_cast<const uint4*>(x + r_low * k + span * NBX_MMA_SPAN + t * 32);
-            const uint4* ph = reinterpret_cast<const uint4*>(x + r_high * k + span * NBX_MMA_SPAN + t * 32);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                xl[q] = r_low < m ? pl[q] : none;
-                xh[q] = r_high < m ? ph[q] : none;
-            }
-            float dot[NT][4], xsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) dot[j][e] = 0.0f;
-#pragma unroll
-            for (int q = 0; q < 4; ++q)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    unsigned int lo_l = word_of(xl[q], h), hi_l = word_of(xl[q], h + 2);
-                    unsigned int lo_h = word_of(xh[q], h), hi_h = word_of(xh[q], h + 2);
-                    unsigned int a[4] = {__byte_perm(lo_l, hi_l, 0x5410), __byte_perm(lo_h, hi_h, 0x5410),
-                                         __byte_perm(lo_l, hi_l, 0x7632), __byte_perm(lo_h, hi_h, 0x7632)};
-#pragma unroll
-                    for (int j = 0; j < NT; ++j) {
-                        if constexpr (MT > 1)
-                            Mma<S>::mma(dot[j], a, b[j][2 * q + h][0], b[j][2 * q + h][1]);
-                        else
-                            Mma<S>::mma(dot[j], a, code_pair(j, q, h, 0), code_pair(j, q, h, 1));
+                        for (int j = 0; j < NT; ++j) {
+                            if constexpr (MT > 1)
+                                Mma<S>::mma(dot[j], a, b[j][2 * q + h][0], b[j][2 * q + h][1]);
+                            else
+                                Mma<S>::mma(dot[j], a, code_pair(j, q, h, 0), code_pair(j, q, h, 1));
+                        }
+                        Mma<S>::mma(xsum, a, Mma<S>::ONES, Mma<S>::ONES);
                     }
-                    Mma<S>::mma(xsum, a, Mma<S>::ONES, Mma<S>::ONES);
-                }
 #pragma unroll
-            for (int j = 0; j < NT; ++j)
+                for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    acc[i][j][e] += scale[j][e & 1] * dot[j][e] + minimum[j][e & 1] * xsum[e];
+                    for (int e = 0; e < 4; ++e)
+                        acc[i][j][e] += scale[j][e & 1] * dot[j][e] + minimum[j][e & 1] * xsum[e];
+            }
         }
     }
+    // the warps' sums, SLOTS warps at a time, each thread adding ITEMS outputs in warp order
+    float total[ITEMS];
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int s = 0; s < ITEMS; ++s) total[s] = 0.0f;
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
+    for (int base = 0; base < WARPS; base += SLOTS) {
+        if (warp >= base && warp < base + SLOTS) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) partial[warp][(i * NT + j) * 4 + e][lane] = acc[i][j][e];
-    __syncthreads();
-    for (int slot = threadIdx.x; slot < MT * NT * 4 * 32; slot += WARPS * 32) {
-        int idx = slot / 32, from = slot % 32;
-        float v = 0.0f;
+            for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int w = 0; w < WARPS; ++w) v += partial[w][idx][from];
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) partial[warp - base][(i * NT + j) * 4 + e][lane] = acc[i][j][e];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int s = 0; s < ITEMS; ++s) {
+            int slot = threadIdx.x + s * WARPS * 32, idx = slot / 32, from = slot % 32;
+#pragma unroll
+            for (int w = 0; w < SLOTS; ++w) total[s] += partial[w][idx][from];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int s = 0; s < ITEMS; ++s) {
+        int slot = threadIdx.x + s * WARPS * 32, idx = slot / 32, from = slot % 32;
         int i = idx / (NT * 4), j = (idx / 4) % NT, e = idx % 4;
         i64 row = row0 + 16 * i + from / 4 + (e >= 2 ? 8 : 0);
         i64 col = col0 + 8 * j + 2 * (from % 4) + (e & 1);
-        if (row < m && col < n) out[row * n + col] = S::store(v);
+        if (row < m && col < n) out[row * n + col] = S::store(total[s]);
     }
 }
 
-#define NBX_QUANT_MMA(dt, S, mt, warps)                                                                               \
-    extern "C" __global__ void __launch_bounds__(warps * 32) quant_mma_##dt##_m##mt(                                  \
+// quant_mma_<dt>_m<MT>_w<WARPS>_d<DEPTH>: the first DEPTH spans of codes are read before the
+// inputs are awaited when `early` says the previous op cannot have written them.
+#define NBX_QUANT_MMA(dt, S, mt, warps, depth)                                                                        \
+    extern "C" __global__ void __launch_bounds__(warps * 32) quant_mma_##dt##_m##mt##_w##warps##_d##depth(           \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,       \
         const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {               \
-        QuantCodeStream stream(packed, k, n);                                                                         \
-        if (early) stream.fetch(threadIdx.x / 32);                                                                    \
+        QuantWeightStream<depth> stream(packed, k, n, scales, sc_row, sc_col, minima, mn_row, mn_col, group);         \
+        if (early)                                                                                                    \
+            for (int d = 0; d < depth; ++d) stream.fetch(d, threadIdx.x / 32 + d * warps);                            \
         nbx_await_inputs();                                                                                           \
-        if (!early) stream.fetch(threadIdx.x / 32);                                                                   \
-        quant_mma<S, mt, warps>(x, m, k, stream, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out);     \
+        if (!early)                                                                                                   \
+            for (int d = 0; d < depth; ++d) stream.fetch(d, threadIdx.x / 32 + d * warps);                            \
+        quant_mma<S, mt, warps, depth>(x, m, k, stream, n, out);                                                      \
     }
-NBX_QUANT_MMA(fp16, F16, 1, 8)
-NBX_QUANT_MMA(fp16, F16, 4, 4)
-NBX_QUANT_MMA(bf16, BF16, 1, 8)
-NBX_QUANT_MMA(bf16, BF16, 4, 4)
+// One 16-row tile with 8 warps on the depth up to 16 rows; four tiles with 8 warps where the
+// blocks are fewer than two a multiprocessor, else with 4 (two blocks a multiprocessor). One
+// span in flight a warp: 2 and 4 measured no faster on an H100 (docs/BENCHMARKS.md).
+#define NBX_QUANT_MMAS(dt, S)     \
+    NBX_QUANT_MMA(dt, S, 1, 8, 1) \
+    NBX_QUANT_MMA(dt, S, 4, 4, 1) \
+    NBX_QUANT_MMA(dt, S, 4, 8, 1)
+NBX_QUANT_MMAS(fp16, F16)
+NBX_QUANT_MMAS(bf16, BF16)
 
 #define NBX_QUANT_GEMV(bits, dt, S, rows)                                                                          \
     extern "C" __global__ void __launch_bounds__(128) quant_gemv_b##bits##_##dt##_r##rows(                         \
