@@ -29,25 +29,24 @@ const CODE_BYTES: u32 = 16;
 pub const MMA_SPAN: i64 = 128;
 /// Output columns per block of the tensor-core path.
 const MMA_COLUMNS: i64 = 32;
-/// Rows of x up to which the tensor-core path computes one 16-row tile a block.
+/// Rows of x up to which the tensor-core path computes one 16-row tile a block (four past that).
 const MMA_FEW_ROWS: i64 = 16;
-/// Rows of x a block of the tensor-core path computes past [`MMA_FEW_ROWS`] (four tiles).
-const MMA_MANY_ROWS: i64 = 64;
+/// Spans of codes a warp of the tensor-core path keeps in flight (2 and 4 measured no faster on
+/// an H100, docs/BENCHMARKS.md, eleventh session).
+const MMA_DEPTH: u32 = 1;
 
-/// The tensor-core path's block for `blocks` blocks of m rows on a device of `multiprocessors`:
-/// 16-row tiles, warps splitting the depth, and spans of codes a warp keeps in flight. Past 16
-/// rows a block of 4 warps holds 255 registers a thread (two blocks a multiprocessor); where the
-/// blocks are fewer than two a multiprocessor, 8 warps split the depth instead (one block a
-/// multiprocessor, but all of them busy): on an H100 at 64 rows 18.2 against 25.9 µs for 4096 ×
-/// 4096 and 57.7 against 86.3 for 4096 × 14336 (128 blocks), while 14336 × 4096 (448 blocks)
-/// kept 4 warps' 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md, eleventh session).
-fn mma_shape(m: i64, blocks: i64, multiprocessors: u32) -> (i64, u32, u32) {
-    if m <= MMA_FEW_ROWS {
-        (1, 8, 1)
-    } else if blocks < 2 * i64::from(multiprocessors) {
-        (4, 8, 1)
+/// The warps of a tensor-core block of `tiles` 16-row tiles when the launch has `blocks` blocks
+/// on a device of `multiprocessors`. One tile: 8 warps splitting the depth. Four: a block of 4
+/// warps holds 255 registers a thread (two blocks a multiprocessor); where the blocks are fewer
+/// than two a multiprocessor, 8 warps split the depth instead (one block a multiprocessor, but
+/// all of them busy): on an H100 at 64 rows 18.2 against 25.9 µs for 4096 × 4096 and 57.7
+/// against 86.3 for 4096 × 14336 (128 blocks), while 14336 × 4096 (448 blocks) kept 4 warps'
+/// 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md, eleventh session).
+fn mma_warps(tiles: i64, blocks: i64, multiprocessors: u32) -> u32 {
+    if tiles == 1 || blocks < 2 * i64::from(multiprocessors) {
+        8
     } else {
-        (4, 4, 1)
+        4
     }
 }
 
@@ -87,12 +86,12 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         && packed.is_contiguous()
         && aligned16(&[device_ptr(x), device_ptr(packed)]);
     if tensor_cores {
-        let rows = if m <= MMA_FEW_ROWS { MMA_FEW_ROWS } else { MMA_MANY_ROWS };
+        let tiles = if m <= MMA_FEW_ROWS { 1 } else { 4 };
         let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
-        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+        let grid_y = grid_extent("matmul_int4", m, 16 * tiles, 65535)?;
         let multiprocessors = device_context(device)?.info().multiprocessors;
-        let (tiles, warps, depth) = mma_shape(m, i64::from(grid_x) * i64::from(grid_y), multiprocessors);
-        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}_w{warps}_d{depth}"))?;
+        let warps = mma_warps(tiles, i64::from(grid_x) * i64::from(grid_y), multiprocessors);
+        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}_w{warps}_d{MMA_DEPTH}"))?;
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(f.context().stream_handle(), packed);
         args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));

@@ -408,9 +408,7 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
             for (int d = 0; d < depth; ++d) stream.fetch(d, threadIdx.x / 32 + d * warps);                            \
         quant_mma<S, mt, warps, depth>(x, m, k, stream, n, out);                                                      \
     }
-// One 16-row tile with 8 warps on the depth up to 16 rows; four tiles with 8 warps where the
-// blocks are fewer than two a multiprocessor, else with 4 (two blocks a multiprocessor). One
-// span in flight a warp: 2 and 4 measured no faster on an H100 (docs/BENCHMARKS.md).
+// The instantiations quant.rs launches (`mma_warps`, `MMA_DEPTH` say which and why).
 #define NBX_QUANT_MMAS(dt, S)     \
     NBX_QUANT_MMA(dt, S, 1, 8, 1) \
     NBX_QUANT_MMA(dt, S, 4, 4, 1) \
