@@ -58,6 +58,12 @@ pub trait Backend: Send + Sync {
     /// uninitialised on a GPU), refused over the memory limit.
     fn alloc(&self, bytes: usize) -> Result<Block, MemoryError>;
 
+    /// A block of `bytes` for a launch's outputs, every byte of which the launch writes: as
+    /// [`Backend::alloc`], except that a host backend may hand over a pooled block unzeroed.
+    fn alloc_output(&self, bytes: usize) -> Result<Block, MemoryError> {
+        self.alloc(bytes)
+    }
+
     /// One block of exactly `bytes` (a planned arena), refused over the memory limit.
     fn alloc_exact(&self, bytes: usize) -> Result<Block, MemoryError>;
 

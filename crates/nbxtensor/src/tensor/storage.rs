@@ -43,17 +43,18 @@ impl Storage {
         Storage::copy_of_on(bytes, Device::CPU)
     }
 
-    /// `len` bytes on `device` for a kernel's outputs: zeroed on the host, uninitialised on a
-    /// GPU (a kernel writes every byte of its outputs).
+    /// `len` bytes on `device` for a kernel's outputs, which writes every byte of them
+    /// ([`crate::backend::Backend::alloc_output`]: not zeroed; on the host a pooled block as its last holder
+    /// left it).
     pub fn for_outputs(len: usize, device: Device) -> Result<Storage, MemoryError> {
-        let block = backend::of(device).alloc(len)?;
+        let block = backend::of(device).alloc_output(len)?;
         Ok(Storage { owner: Owner::Block(block), len, device, read_only: false })
     }
 
     /// `len` zeroed bytes on `device`.
     pub fn zeroed_on(len: usize, device: Device) -> Result<Storage, MemoryError> {
-        let storage = Storage::for_outputs(len, device)?;
         let backend = backend::of(device);
+        let storage = Storage { owner: Owner::Block(backend.alloc(len)?), len, device, read_only: false };
         if !backend.host_addressable() && len > 0 {
             // SAFETY: the block is the new storage's own, `len` bytes long.
             unsafe { backend.zero(storage.as_ptr() as u64, len)? };

@@ -111,6 +111,10 @@ impl Backend for CpuBackend {
         Ok(Box::new(host_allocator().alloc(bytes)?))
     }
 
+    fn alloc_output(&self, bytes: usize) -> Result<Block, MemoryError> {
+        Ok(Box::new(host_allocator().alloc_unzeroed(bytes)?))
+    }
+
     fn alloc_exact(&self, bytes: usize) -> Result<Block, MemoryError> {
         Ok(Box::new(host_allocator().alloc_exact(bytes)?))
     }
