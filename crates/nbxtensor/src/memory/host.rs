@@ -1,6 +1,7 @@
-//! The host allocator: 64-byte aligned, zeroed blocks, pooled by size class, counted against
-//! the memory limit. A tensor's block takes a class of at most an eighth over its bytes (past
-//! 64 KiB), a planned arena's one rounded to 4 KiB.
+//! The host allocator: 64-byte aligned blocks, pooled by size class, counted against the
+//! memory limit; zeroed, except a kernel's outputs (`alloc_unzeroed`), which it writes whole. A
+//! tensor's block takes a class of at most an eighth over its bytes (past 64 KiB), a planned
+//! arena's one rounded to 4 KiB.
 
 use super::{Allocator, Device, MemoryError};
 use crate::settings::{host_memory, memory_limit};

@@ -68,9 +68,13 @@ fn products_match_the_dequantized_weight_and_the_cpu() {
     let mut draw = Draw::new(61);
     let (_, group) = layout();
     // float32 x: 1 row (the one-row register path), 3 and 16 (8 rows at a time), 17 and more
-    // (tiled); float16 and bfloat16 on the tensor cores: one 16-row tile up to 16 rows, 64-row
-    // tiles past, the depth split among the warps unevenly (37 spans), columns past a block's 32
+    // (tiled); float16 and bfloat16 on the tensor cores: blocks of 8 rows up to 8 rows, of 16 up
+    // to 16 (16 warps a block where the blocks are few, 8 where 12000 columns make them many),
+    // 64-row tiles past, the depth split among the warps unevenly (37 spans), columns past a
+    // block's 32
     let cases = [
+        (1, 12000, group),
+        (12, 12000, 2 * group),
         (1, 70, 3 * group),
         (3, 5, group),
         (16, 33, 2 * group),

@@ -5,7 +5,8 @@
 //!
 //! float16 and bfloat16 x (contiguous, 16-byte aligned, groups a multiple of [`MMA_SPAN`]) run
 //! on the tensor cores at any row count: the codes stream into registers, become exact 16-bit
-//! values there and meet x in `mma` instructions. float32 x of up to [`GEMV_ROWS`] rows reads the
+//! values there and meet x in `mma` instructions (up to 16 rows as the product's A operand, so
+//! that no product is spent on rows x does not have; more rows in 64-row blocks). float32 x of up to [`GEMV_ROWS`] rows reads the
 //! codes into registers, 16 bytes per lane, and dequantizes them for float32 products; other
 //! rows and layouts run a tiled product that dequantizes tiles of W into shared memory. None
 //! needs workspace (the spec declares none; the CPU's launch declares its own scratch).
@@ -29,25 +30,52 @@ const CODE_BYTES: u32 = 16;
 pub const MMA_SPAN: i64 = 128;
 /// Output columns per block of the tensor-core path.
 const MMA_COLUMNS: i64 = 32;
-/// Rows of x up to which the tensor-core path computes one 16-row tile a block (four past that).
-const MMA_FEW_ROWS: i64 = 16;
-/// Spans of codes a warp of the tensor-core path keeps in flight (2 and 4 measured no faster on
+/// Rows of x up to which the tensor-core path runs its few-rows kernel (`quant_few_…`: the
+/// codes as the product's A operand, 8 or 16 rows of x as B), blocks of 8 rows up to
+/// [`FEW_ROWS_SMALL`].
+const FEW_ROWS: i64 = 16;
+const FEW_ROWS_SMALL: i64 = 8;
+/// The warps (splitting the depth) of a few-rows block when the launch has `blocks` blocks on
+/// a device of `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one
+/// block of 16 warps each), else 8 (two blocks of 8 each), so that each multiprocessor's
+/// schedulers have 16 warps to issue from: on an H100 at one row 6.7 against 8.3 µs (16 warps
+/// against 8) for 4096 × 4096 and 16.4 against 23.4 for 4096 × 14336 (128 blocks), while
+/// 14336 × 4096 (448 blocks) kept 8 warps' 17.2 against 16 warps' 20.5 (docs/BENCHMARKS.md,
+/// twelfth session).
+fn few_warps(blocks: i64, multiprocessors: u32) -> u32 {
+    if blocks < 2 * i64::from(multiprocessors) {
+        16
+    } else {
+        8
+    }
+}
+
+/// Rows of x a block of the many-rows tensor-core kernel computes (four 16-row tiles).
+const MMA_ROWS: i64 = 64;
+/// Spans of codes a warp of the many-rows kernel keeps in flight (2 and 4 measured no faster on
 /// an H100, docs/BENCHMARKS.md, eleventh session).
 const MMA_DEPTH: u32 = 1;
 
-/// The warps of a tensor-core block of `tiles` 16-row tiles when the launch has `blocks` blocks
-/// on a device of `multiprocessors`. One tile: 8 warps splitting the depth. Four: a block of 4
-/// warps holds 255 registers a thread (two blocks a multiprocessor); where the blocks are fewer
-/// than two a multiprocessor, 8 warps split the depth instead (one block a multiprocessor, but
-/// all of them busy): on an H100 at 64 rows 18.2 against 25.9 µs for 4096 × 4096 and 57.7
-/// against 86.3 for 4096 × 14336 (128 blocks), while 14336 × 4096 (448 blocks) kept 4 warps'
-/// 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md, eleventh session).
-fn mma_warps(tiles: i64, blocks: i64, multiprocessors: u32) -> u32 {
-    if tiles == 1 || blocks < 2 * i64::from(multiprocessors) {
+/// The warps of a many-rows tensor-core block when the launch has `blocks` blocks on a device
+/// of `multiprocessors`: a block of 4 warps holds 255 registers a thread (two blocks a
+/// multiprocessor); where the blocks are fewer than two a multiprocessor, 8 warps split the
+/// depth instead (one block a multiprocessor, but all of them busy): on an H100 at 64 rows 18.2
+/// against 25.9 µs for 4096 × 4096 and 57.7 against 86.3 for 4096 × 14336 (128 blocks), while
+/// 14336 × 4096 (448 blocks) kept 4 warps' 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md,
+/// eleventh session).
+fn mma_warps(blocks: i64, multiprocessors: u32) -> u32 {
+    if blocks < 2 * i64::from(multiprocessors) {
         8
     } else {
         4
     }
+}
+
+/// Whether every scale and minimum of a float16 `[n, groups]` operand lies under 2^31 elements
+/// from its first: the few-rows kernel keeps their offsets in 32 bits.
+fn offsets_fit_u32(shape: &[i64], strides: &[i64]) -> bool {
+    let last: i64 = shape.iter().zip(strides).map(|(&extent, &stride)| (extent - 1).max(0) * stride.abs()).sum();
+    strides.iter().all(|&s| s >= 0) && last < i64::from(i32::MAX)
 }
 
 /// Output tile of the tiled product (its side), and its threads.
@@ -86,12 +114,23 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         && packed.is_contiguous()
         && aligned16(&[device_ptr(x), device_ptr(packed)]);
     if tensor_cores {
-        let tiles = if m <= MMA_FEW_ROWS { 1 } else { 4 };
+        let few = m <= FEW_ROWS
+            && offsets_fit_u32(scales.shape(), scales.strides())
+            && offsets_fit_u32(minima.shape(), minima.strides());
         let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
-        let grid_y = grid_extent("matmul_int4", m, 16 * tiles, 65535)?;
         let multiprocessors = device_context(device)?.info().multiprocessors;
-        let warps = mma_warps(tiles, i64::from(grid_x) * i64::from(grid_y), multiprocessors);
-        let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m{tiles}_w{warps}_d{MMA_DEPTH}"))?;
+        let (f, grid_y, warps) = if few {
+            let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
+            let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+            let warps = few_warps(i64::from(grid_x) * i64::from(grid_y), multiprocessors);
+            let f = function(device, &SOURCE, format_args!("quant_few_{dt}_r{rows}_w{warps}"))?;
+            (f, grid_y, warps)
+        } else {
+            let grid_y = grid_extent("matmul_int4", m, MMA_ROWS, 65535)?;
+            let warps = mma_warps(i64::from(grid_x) * i64::from(grid_y), multiprocessors);
+            let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m4_w{warps}_d{MMA_DEPTH}"))?;
+            (f, grid_y, warps)
+        };
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(f.context().stream_handle(), packed);
         args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));

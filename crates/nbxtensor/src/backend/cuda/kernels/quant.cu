@@ -28,6 +28,15 @@
 //     fragments. The warps' sums meet in shared memory in a fixed order. x contiguous with
 //     16-byte aligned rows, packed contiguous and 16-byte aligned. `early`: the previous op
 //     cannot have written the codes, so the first span's are read before the inputs are awaited.
+//   quant_few_<dt>_r<ROWS>_w<WARPS>(the arguments of quant_mma)
+//     float16 and bfloat16 x, 4-bit codes, up to 16 rows, on the tensor cores with the roles
+//     turned: the codes are A (16 output columns a product), ROWS (8 or 16) rows of x are B (8
+//     a product), so no product is spent on rows x does not have and a lane's scales and minima
+//     are those of the columns whose codes it reads. A block: 32 columns × ROWS rows, WARPS
+//     warps splitting the depth in spans of 128 as quant_mma's do, the next span's codes (and
+//     at 8 rows its x) in flight. The codes stay under the exponent of 128 or 1024 (one logic op
+//     a pair of them, no subtraction): that base times Σ x leaves with the minimum. Scale and
+//     minimum offsets in 32 bits (the launch checks).
 //   quant_gemm_b<BITS>_<dt>(const T* x, Layout x_rows, i64 x_col, i64 m, i64 k,
 //                           const uchar* packed, i64 p_row, i64 p_col, const half* scales,
 //                           i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col,
@@ -304,21 +313,18 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
             }
             stream.fetch(d, span + WARPS * DEPTH);
             // B of step 2q + h: the nibbles (v >> 8h) and (v >> 8h + 4) of the codes' word q,
-            // converted once a span for several row tiles, at each step for one (fewer registers)
-            auto code_pair = [&](int j, int q, int h, int half) {
-                return quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
-            };
-            unsigned int b[MT > 1 ? NT : 1][8][2];
-            if constexpr (MT > 1) {
+            // converted once a span for all the row tiles
+            unsigned int b[NT][8][2];
 #pragma unroll
-                for (int j = 0; j < NT; ++j)
+            for (int j = 0; j < NT; ++j)
 #pragma unroll
-                    for (int q = 0; q < 4; ++q)
+                for (int q = 0; q < 4; ++q)
 #pragma unroll
-                        for (int h = 0; h < 2; ++h)
+                    for (int h = 0; h < 2; ++h)
 #pragma unroll
-                            for (int half = 0; half < 2; ++half) b[j][2 * q + h][half] = code_pair(j, q, h, half);
-            }
+                        for (int half = 0; half < 2; ++half)
+                            b[j][2 * q + h][half] =
+                                quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
                 i64 r_low = row0 + 16 * i + g, r_high = r_low + 8;
@@ -345,12 +351,7 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
                         unsigned int a[4] = {__byte_perm(lo_l, hi_l, 0x5410), __byte_perm(lo_h, hi_h, 0x5410),
                                              __byte_perm(lo_l, hi_l, 0x7632), __byte_perm(lo_h, hi_h, 0x7632)};
 #pragma unroll
-                        for (int j = 0; j < NT; ++j) {
-                            if constexpr (MT > 1)
-                                Mma<S>::mma(dot[j], a, b[j][2 * q + h][0], b[j][2 * q + h][1]);
-                            else
-                                Mma<S>::mma(dot[j], a, code_pair(j, q, h, 0), code_pair(j, q, h, 1));
-                        }
+                        for (int j = 0; j < NT; ++j) Mma<S>::mma(dot[j], a, b[j][2 * q + h][0], b[j][2 * q + h][1]);
                         Mma<S>::mma(xsum, a, Mma<S>::ONES, Mma<S>::ONES);
                     }
 #pragma unroll
@@ -394,6 +395,220 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
     }
 }
 
+// The few-rows tensor-core path: the codes are the A operand (16 output columns × 16 depth a
+// product, twice B's 8 × 16), x the B operand (8 rows a product), so a block of up to 8 or 16
+// rows wastes no product on rows it does not have. A lane's four 16-byte chunks of codes are its
+// A rows' (columns 8i + g of the block, i = 0…3: tile i / 2, row g + 8·(i % 2)), and their scale
+// and minimum are the lane's own output columns' too (C's rows are A's), so a lane reads one
+// scale and one minimum a column and span. The codes sit under the exponent of 128 (bfloat16)
+// or 1024 (float16), that base left in the sum (Σ x·(base + code) = Σ x·code + base·Σ x) and
+// taken off with the minimum: scale·Σ x·(base + code) + (minimum − base·scale)·Σ x.
+template <typename S>
+struct QuantBase;
+template <>
+struct QuantBase<BF16> {
+    static constexpr unsigned int BITS = 0x43004300u;  // the pair (128, 128)
+    static constexpr float VALUE = 128.0f;
+};
+template <>
+struct QuantBase<F16> {
+    static constexpr unsigned int BITS = 0x64006400u;  // the pair (1024, 1024)
+    static constexpr float VALUE = 1024.0f;
+};
+
+// (v & mask) | base in one instruction (the compiler splits it in two when both are constants).
+__device__ __forceinline__ unsigned int quant_and_or(unsigned int v, unsigned int mask, unsigned int base) {
+    unsigned int r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(v), "r"(mask), "r"(base));
+    return r;
+}
+
+// One float16 value (bits) as float32 (scales and minima: a NaN stays a NaN, payload aside).
+__device__ __forceinline__ float quant_f16_bits(unsigned int bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
+    return f;
+}
+
+// A warp's stream for the few-rows path: of each span, lane (g, t)'s chunk t of the codes of
+// the block's columns 8i + g, with their scales and minima (float16 bits, minimum high): the
+// span the warp takes next.
+template <int TILES>
+struct QuantColumnStream {
+    const uint4* rows[2 * TILES];
+    const unsigned short *scales, *minima;
+    unsigned int sc_at[2 * TILES], mn_at[2 * TILES];  // the columns' first scale and minimum (under 2^31)
+    unsigned int sc_col, mn_col;
+    i64 spans;
+    int group;
+    uint4 codes[2 * TILES];
+    unsigned int affine[2 * TILES];
+
+    __device__ __forceinline__ QuantColumnStream(const uchar* packed, i64 k, i64 n, const unsigned short* scales_,
+                                                 i64 sc_row, i64 sc_col_, const unsigned short* minima_, i64 mn_row,
+                                                 i64 mn_col_, int group_)
+        : scales(scales_), minima(minima_), sc_col((unsigned int)sc_col_), mn_col((unsigned int)mn_col_),
+          spans(k / NBX_MMA_SPAN), group(group_) {
+        int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        i64 col0 = (i64)blockIdx.x * (16 * TILES);
+#pragma unroll
+        for (int i = 0; i < 2 * TILES; ++i) {
+            i64 col = col0 + 8 * i + g < n ? col0 + 8 * i + g : n - 1;  // past the end: the last, unwritten
+            rows[i] = reinterpret_cast<const uint4*>(packed + col * (k / 2)) + t;
+            sc_at[i] = (unsigned int)(col * sc_row);
+            mn_at[i] = (unsigned int)(col * mn_row);
+        }
+    }
+    // Loads the weights of `span` (nothing past the last span).
+    __device__ __forceinline__ void fetch(i64 span) {
+        if (span >= spans) return;
+        unsigned int grp = group == NBX_MMA_SPAN ? (unsigned int)span : (unsigned int)(span * NBX_MMA_SPAN / group);
+        unsigned int sc = grp * sc_col, mn = grp * mn_col;
+#pragma unroll
+        for (int i = 0; i < 2 * TILES; ++i) {
+            codes[i] = stream_load(rows[i] + span * 4);
+            affine[i] = quant_load_u16(scales + (sc_at[i] + sc)) | quant_load_u16(minima + (mn_at[i] + mn)) << 16;
+        }
+    }
+};
+
+// The block's 32 columns × ROWS rows (blockIdx.y picks them), its WARPS warps taking the spans
+// warp, warp + WARPS, … (the next one's codes in flight); a span's step 2q + h gives A's slots
+// 2t (+1) the chunk's elements 8q + 2h (+4) and slots 2t + 8 (+9) elements 8q + 2h + 1 (+5), x's
+// B the same elements (one byte permutation a pair). The warps' sums meet in shared memory in
+// warp order.
+template <typename S, int ROWS, int TILES, int WARPS>
+__device__ void quant_few(const typename S::T* x, i64 m, i64 k, QuantColumnStream<TILES>& stream, i64 n,
+                          typename S::T* out) {
+    const int RT = ROWS / 8;            // x's 8-row tiles
+    const int VALUES = TILES * RT * 4;  // output values a lane holds
+    __shared__ float partial[WARPS][VALUES][32];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    i64 col0 = (i64)blockIdx.x * (16 * TILES), row0 = (i64)blockIdx.y * ROWS;
+    const i64 spans = stream.spans;
+    const uint4 none = {0u, 0u, 0u, 0u};
+    const unsigned int ones[4] = {Mma<S>::ONES, Mma<S>::ONES, Mma<S>::ONES, Mma<S>::ONES};
+    const unsigned int base = QuantBase<S>::BITS, mask = 0x000F000Fu;
+
+    float acc[TILES][RT][4] = {};
+
+    // x of a span, the lane's rows (zeros past x's rows or past the last span)
+    auto load_x = [&](i64 span, uint4 (&into)[RT][4]) {
+#pragma unroll
+        for (int r = 0; r < RT; ++r) {
+            i64 row = row0 + 8 * r + g;
+            const uint4* p = reinterpret_cast<const uint4*>(x + row * k + span * NBX_MMA_SPAN + t * 32);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) into[r][q] = row < m && span < spans ? p[q] : none;
+        }
+    };
+    // 8 rows: the next span's x in flight too (16 registers; 16 rows have none to spare)
+    constexpr bool AHEAD = RT == 1;
+    uint4 x_next[AHEAD ? RT : 1][4];
+    if constexpr (AHEAD) load_x(warp, x_next);
+    for (i64 span = warp; span < spans; span += WARPS) {
+        uint4 codes[2 * TILES];
+        float scale[2 * TILES], shift[2 * TILES];
+#pragma unroll
+        for (int i = 0; i < 2 * TILES; ++i) {
+            codes[i] = stream.codes[i];
+            scale[i] = quant_f16_bits(stream.affine[i] & 0xffffu);
+            shift[i] = quant_f16_bits(stream.affine[i] >> 16) - QuantBase<S>::VALUE * scale[i];
+        }
+        // the next span's codes and x in flight while this one's are summed
+        stream.fetch(span + WARPS);
+        uint4 xs[RT][4];
+        if constexpr (AHEAD) {
+#pragma unroll
+            for (int r = 0; r < RT; ++r)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) xs[r][q] = x_next[r][q];
+            load_x(span + WARPS, x_next);
+        } else {
+            load_x(span, xs);
+        }
+        float dot[TILES][RT][4], xsum[RT][4];
+#pragma unroll
+        for (int r = 0; r < RT; ++r)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                xsum[r][e] = 0.0f;
+#pragma unroll
+                for (int j = 0; j < TILES; ++j) dot[j][r][e] = 0.0f;
+            }
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                unsigned int b[RT][2];
+#pragma unroll
+                for (int r = 0; r < RT; ++r) {
+                    unsigned int lo = word_of(xs[r][q], h), hi = word_of(xs[r][q], h + 2);
+                    b[r][0] = __byte_perm(lo, hi, 0x5410);
+                    b[r][1] = __byte_perm(lo, hi, 0x7632);
+                }
+#pragma unroll
+                for (int j = 0; j < TILES; ++j) {
+                    unsigned int w0 = word_of(codes[2 * j], q) >> (8 * h);
+                    unsigned int w1 = word_of(codes[2 * j + 1], q) >> (8 * h);
+                    unsigned int a[4] = {quant_and_or(w0, mask, base), quant_and_or(w1, mask, base),
+                                         quant_and_or(w0 >> 4, mask, base), quant_and_or(w1 >> 4, mask, base)};
+#pragma unroll
+                    for (int r = 0; r < RT; ++r) Mma<S>::mma(dot[j][r], a, b[r][0], b[r][1]);
+                }
+#pragma unroll
+                for (int r = 0; r < RT; ++r) Mma<S>::mma(xsum[r], ones, b[r][0], b[r][1]);
+            }
+#pragma unroll
+        for (int j = 0; j < TILES; ++j)
+#pragma unroll
+            for (int r = 0; r < RT; ++r)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    int i = 2 * j + e / 2;
+                    acc[j][r][e] += scale[i] * dot[j][r][e] + shift[i] * xsum[r][e];
+                }
+    }
+#pragma unroll
+    for (int j = 0; j < TILES; ++j)
+#pragma unroll
+        for (int r = 0; r < RT; ++r)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) partial[warp][(j * RT + r) * 4 + e][lane] = acc[j][r][e];
+    __syncthreads();
+#pragma unroll
+    for (int slot = threadIdx.x; slot < VALUES * 32; slot += WARPS * 32) {
+        int idx = slot / 32, from = slot % 32;
+        float total = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) total += partial[w][idx][from];
+        int j = idx / (RT * 4), r = (idx / 4) % RT, e = idx % 4;
+        i64 col = col0 + 16 * j + from / 4 + 8 * (e / 2);
+        i64 row = row0 + 8 * r + 2 * (from % 4) + (e & 1);
+        if (row < m && col < n) out[row * n + col] = S::store(total);
+    }
+}
+
+// quant_few_<dt>_r<ROWS>_w<WARPS>: as quant_mma's launch, `early` alike; 32 columns a block.
+#define NBX_QUANT_FEW(dt, S, rows, warps)                                                                             \
+    extern "C" __global__ void __launch_bounds__(warps * 32) quant_few_##dt##_r##rows##_w##warps(                     \
+        const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,       \
+        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {               \
+        QuantColumnStream<2> stream(packed, k, n, scales, sc_row, sc_col, minima, mn_row, mn_col, group);             \
+        if (early) stream.fetch(threadIdx.x / 32);                                                                    \
+        nbx_await_inputs();                                                                                           \
+        if (!early) stream.fetch(threadIdx.x / 32);                                                                   \
+        quant_few<S, rows, 2, warps>(x, m, k, stream, n, out);                                                        \
+    }
+// The instantiations quant.rs launches (`few_warps` says which and why).
+#define NBX_QUANT_FEWS(dt, S)        \
+    NBX_QUANT_FEW(dt, S, 8, 16)      \
+    NBX_QUANT_FEW(dt, S, 8, 8)       \
+    NBX_QUANT_FEW(dt, S, 16, 16)     \
+    NBX_QUANT_FEW(dt, S, 16, 8)
+NBX_QUANT_FEWS(fp16, F16)
+NBX_QUANT_FEWS(bf16, BF16)
+
 // quant_mma_<dt>_m<MT>_w<WARPS>_d<DEPTH>: the first DEPTH spans of codes are read before the
 // inputs are awaited when `early` says the previous op cannot have written them.
 #define NBX_QUANT_MMA(dt, S, mt, warps, depth)                                                                        \
@@ -410,7 +625,6 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
     }
 // The instantiations quant.rs launches (`mma_warps`, `MMA_DEPTH` say which and why).
 #define NBX_QUANT_MMAS(dt, S)     \
-    NBX_QUANT_MMA(dt, S, 1, 8, 1) \
     NBX_QUANT_MMA(dt, S, 4, 4, 1) \
     NBX_QUANT_MMA(dt, S, 4, 8, 1)
 NBX_QUANT_MMAS(fp16, F16)
