@@ -6,10 +6,11 @@
 //! float16 and bfloat16 x (contiguous, 16-byte aligned, groups a multiple of [`MMA_SPAN`]) run
 //! on the tensor cores at any row count: the codes stream into registers, become exact 16-bit
 //! values there and meet x in `mma` instructions (up to 16 rows as the product's A operand, so
-//! that no product is spent on rows x does not have; more rows in 64-row blocks). float32 x of up to [`GEMV_ROWS`] rows reads the
-//! codes into registers, 16 bytes per lane, and dequantizes them for float32 products; other
-//! rows and layouts run a tiled product that dequantizes tiles of W into shared memory. None
-//! needs workspace (the spec declares none; the CPU's launch declares its own scratch).
+//! that no product is spent on rows x does not have; more rows in 64-row blocks). float32 x of
+//! up to [`GEMV_ROWS`] rows reads the codes into registers, 16 bytes per lane, and dequantizes
+//! them for float32 products; other rows and layouts run a tiled product that dequantizes tiles
+//! of W into shared memory. None needs workspace (the spec declares none; the CPU's launch
+//! declares its own scratch).
 
 use super::dims::{aligned16, grid_extent, merged_layout};
 use super::{device_context, device_ptr, function, recent, register, Args};
@@ -31,9 +32,9 @@ pub const MMA_SPAN: i64 = 128;
 /// Output columns per block of the tensor-core path.
 const MMA_COLUMNS: i64 = 32;
 /// Rows of x up to which the tensor-core path runs its few-rows kernel (`quant_few_…`: the
-/// codes as the product's A operand, 8 or 16 rows of x as B), blocks of 8 rows up to
-/// [`FEW_ROWS_SMALL`].
+/// codes as the product's A operand, 8 or 16 rows of x as B) in blocks of 16 rows.
 const FEW_ROWS: i64 = 16;
+/// Rows of x up to which the few-rows kernel runs in blocks of 8 rows.
 const FEW_ROWS_SMALL: i64 = 8;
 /// The warps (splitting the depth) of a few-rows block when the launch has `blocks` blocks on
 /// a device of `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one
@@ -74,8 +75,11 @@ fn mma_warps(blocks: i64, multiprocessors: u32) -> u32 {
 /// Whether every scale and minimum of a float16 `[n, groups]` operand lies under 2^31 elements
 /// from its first: the few-rows kernel keeps their offsets in 32 bits.
 fn offsets_fit_u32(shape: &[i64], strides: &[i64]) -> bool {
-    let last: i64 = shape.iter().zip(strides).map(|(&extent, &stride)| (extent - 1).max(0) * stride.abs()).sum();
-    strides.iter().all(|&s| s >= 0) && last < i64::from(i32::MAX)
+    let last = shape.iter().zip(strides).try_fold(0i64, |sum, (&extent, &stride)| {
+        let reach = (extent - 1).max(0).checked_mul(stride).filter(|_| stride >= 0)?;
+        sum.checked_add(reach)
+    });
+    last.is_some_and(|last| last < i64::from(i32::MAX))
 }
 
 /// Output tile of the tiled product (its side), and its threads.
@@ -167,4 +171,28 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
 /// Registers `matmul_int4` on x's float32, float16 and bfloat16.
 pub fn register_all(table: &mut LaunchTable) {
     register(table, "matmul_int4", &FLOATS, run);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_fit_in_32_bits_only_when_the_last_element_does() {
+        assert!(offsets_fit_u32(&[14336, 32], &[32, 1]));
+        assert!(offsets_fit_u32(&[0, 32], &[32, 1]), "no element: nothing to reach");
+        // (2^20 − 1)·2^12 + 2^12 − 1 = 2^32 − 1: past 2^31
+        assert!(!offsets_fit_u32(&[1 << 20, 1 << 12], &[1 << 12, 1]));
+        assert!(!offsets_fit_u32(&[4, 32], &[-32, 1]), "a negative stride");
+        assert!(!offsets_fit_u32(&[i64::MAX, 2], &[i64::MAX, 1]), "an overflowing reach");
+    }
+
+    #[test]
+    fn sixteen_warps_where_the_blocks_are_fewer_than_two_a_multiprocessor() {
+        assert_eq!(few_warps(128, 132), 16);
+        assert_eq!(few_warps(263, 132), 16);
+        assert_eq!(few_warps(264, 132), 8);
+        assert_eq!(mma_warps(128, 132), 8);
+        assert_eq!(mma_warps(448, 132), 4);
+    }
 }
