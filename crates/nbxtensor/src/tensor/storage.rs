@@ -44,8 +44,8 @@ impl Storage {
     }
 
     /// `len` bytes on `device` for a kernel's outputs, which writes every byte of them
-    /// ([`crate::backend::Backend::alloc_output`]: not zeroed; on the host a pooled block as its last holder
-    /// left it).
+    /// ([`crate::backend::Backend::alloc_output`]: not zeroed; on the host a pooled block as
+    /// its last holder left it).
     pub fn for_outputs(len: usize, device: Device) -> Result<Storage, MemoryError> {
         let block = backend::of(device).alloc_output(len)?;
         Ok(Storage { owner: Owner::Block(block), len, device, read_only: false })
