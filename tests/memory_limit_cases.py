@@ -109,6 +109,10 @@ CASES = {
 
 packed = ops.pack_int4(t((256, W)))
 CASES["matmul_int4"] = (ops.matmul_int4, lambda: [row.expand(512, W), *packed], lambda: [row.expand(1 << 16, W), *packed])
+CASES["pack_linear"] = (ops.pack_linear, lambda: [row.expand(1024, W)], lambda: [row.expand(1 << 16, W)])
+panels = ops.pack_linear(t((256, W)))
+CASES["linear_packed"] = (lambda x, p: ops.linear_packed(x, p, features=256), lambda: [row.expand(512, W), panels],
+                          lambda: [row.expand(1 << 16, W), panels])
 codes = ops.pack_int8(t((256, W)))
 CASES["matmul_int8"] = (ops.matmul_int8, lambda: [row.expand(512, W), *codes], lambda: [row.expand(1 << 16, W), *codes])
 

@@ -23,6 +23,20 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return _core.call("linear", inputs, {})[0]
 
 
+def pack_linear(weight: Tensor) -> Tensor:
+    """A float32 weight ``[N, K]`` laid out once for :func:`linear_packed`: panels of output columns,
+    ``[ceil(N / panel), K, panel]``, element ``(p, k, j)`` holding ``weight[p * panel + j, k]`` (zeros
+    past row N-1). A constant weight packed at load spares every product its packing."""
+    return _core.call("pack_linear", [weight], {})[0]
+
+
+def linear_packed(x: Tensor, panels: Tensor, bias: Tensor | None = None, *, features: int) -> Tensor:
+    """``x @ weight.T + bias`` on float32, with the weight ``[features, K]`` as :func:`pack_linear`
+    laid it out (``panels``) and an optional ``bias`` ``[features]``; ``x`` ``[..., K]``."""
+    inputs = [x, panels] if bias is None else [x, panels, bias]
+    return _core.call("linear_packed", inputs, {"features": int(features)})[0]
+
+
 def matmul_int4(x: Tensor, packed_weight: Tensor, scales: Tensor, minima: Tensor) -> Tensor:
     """``x @ W.T`` with W ``[N, K]`` in the int4-g128-asym layout: ``packed_weight`` uint8 ``[N, K/2]``,
     ``scales`` and ``minima`` float16 ``[N, K/group]``; ``x`` ``[..., K]`` float32/float16/bfloat16."""
@@ -129,6 +143,8 @@ def sample(
 __all__ = [
     "matmul",
     "linear",
+    "pack_linear",
+    "linear_packed",
     "matmul_int4",
     "pack_int4",
     "matmul_int8",

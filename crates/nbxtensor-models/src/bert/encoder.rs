@@ -7,7 +7,8 @@
 //! taken as strided views of its output (every backend's `sdpa` reads its operands through
 //! their strides); each residual add and the layer norm after it are one `add_layer_norm`
 //! (bit for bit `add` then `layer_norm`). Dense layers quantized to int8 at load
-//! ([`BertWeights::quantized_int8`]) run `matmul_int8`, x quantized per row as it runs.
+//! ([`BertWeights::quantized_int8`]) run `matmul_int8`, x quantized per row as it runs;
+//! float32 ones laid out in panels at load ([`BertWeights::packed`]) run `linear_packed`.
 
 use super::{BertConfig, BertWeights, Dense, DenseWeight, Norm};
 use crate::error::{ModelError, Result};
@@ -15,6 +16,7 @@ use nbxtensor::kernel::{AttrValue, Attrs, KernelError};
 use nbxtensor::ops;
 use nbxtensor::program::ProgramError;
 use nbxtensor::tensor::Tensor;
+use nbxtensor::DType;
 use std::path::Path;
 
 /// A BERT encoder: its config and its weights.
@@ -34,6 +36,15 @@ fn op(name: &str, attrs: &Attrs, inputs: &[&Tensor]) -> Result<Tensor, KernelErr
 fn dense(x: &Tensor, d: &Dense) -> Result<Tensor, KernelError> {
     match &d.weight {
         DenseWeight::Float(weight) => op("linear", &Attrs::new(), &[x, weight, &d.bias]),
+        DenseWeight::Packed { panels, out } => {
+            if let Some(policy) = ops::policy_in_force().filter(|p| p.compute() != DType::Float32) {
+                return Err(KernelError::Invalid(format!(
+                    "the dense layers are packed for float32 products (linear_packed) and the {} compute of the policy in force cannot run them: unpack them first (SentenceEmbedder::unpack_weights)",
+                    policy.compute()
+                )));
+            }
+            op("linear_packed", &Attrs::new().with("features", AttrValue::Int(*out as i64)), &[x, panels, &d.bias])
+        }
         DenseWeight::Int8 { codes, scales, .. } => op("matmul_int8", &Attrs::new(), &[x, codes, scales, &d.bias]),
     }
 }

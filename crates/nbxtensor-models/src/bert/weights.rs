@@ -3,7 +3,8 @@
 //! query, key and value projections are the one exception: they are joined into one matrix at
 //! load (a copy), so that attention's three products are one. [`BertWeights::quantized_int8`]
 //! turns every dense layer's weight into the int8-g64 layout (`pack_int8`), for the
-//! dynamically quantized products of `matmul_int8`.
+//! dynamically quantized products of `matmul_int8`; [`BertWeights::packed`] lays every float32
+//! dense weight out in panels (`pack_linear`) once, for `linear_packed` on the CPU.
 
 use super::BertConfig;
 use crate::error::{ModelError, Result};
@@ -28,6 +29,14 @@ pub struct Norm {
 pub enum DenseWeight {
     /// float32 `[out, in]`, multiplied by `linear`.
     Float(Tensor),
+    /// float32 in `pack_linear`'s panels `[⌈out / panel⌉, in, panel]`, multiplied by
+    /// `linear_packed`.
+    Packed {
+        /// The panels.
+        panels: Tensor,
+        /// The weight's rows, `out` (the panels round it up).
+        out: usize,
+    },
     /// The int8-g64 layout (`pack_int8`): int8 `codes` in tiles and float32
     /// `scales [groups, out]`, multiplied by `matmul_int8`.
     Int8 {
@@ -45,6 +54,7 @@ impl DenseWeight {
     pub fn tensors(&self) -> Vec<&Tensor> {
         match self {
             DenseWeight::Float(weight) => vec![weight],
+            DenseWeight::Packed { panels, .. } => vec![panels],
             DenseWeight::Int8 { codes, scales, .. } => vec![codes, scales],
         }
     }
@@ -53,6 +63,7 @@ impl DenseWeight {
     pub fn elements(&self) -> u64 {
         match self {
             DenseWeight::Float(weight) => weight.numel() as u64,
+            DenseWeight::Packed { panels, out } => (out * panels.shape()[1] as usize) as u64,
             DenseWeight::Int8 { elements, .. } => *elements,
         }
     }
@@ -80,6 +91,7 @@ impl Dense {
     fn map(&self, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Dense> {
         let weight = match &self.weight {
             DenseWeight::Float(w) => DenseWeight::Float(f(w)?),
+            DenseWeight::Packed { panels, out } => DenseWeight::Packed { panels: f(panels)?, out: *out },
             DenseWeight::Int8 { codes, scales, elements } => {
                 DenseWeight::Int8 { codes: f(codes)?, scales: f(scales)?, elements: *elements }
             }
@@ -87,14 +99,49 @@ impl Dense {
         Ok(Dense { weight, bias: f(&self.bias)? })
     }
 
+    /// The weight `[out, in]` as a float32 tensor: itself, or its panels read back (a copy);
+    /// `None` when it is quantized.
+    fn float_weight(&self) -> Result<Option<Tensor>> {
+        Ok(match &self.weight {
+            DenseWeight::Float(w) => Some(w.clone()),
+            DenseWeight::Packed { panels, out } => {
+                let [count, input, width] = panels.shape()[..] else {
+                    return Err(ModelError::Files(format!("packed panels of shape {:?}", panels.shape())));
+                };
+                let rows = panels.permute(&[0, 2, 1])?.contiguous()?.reshape(&[count * width, input])?;
+                Some(rows.narrow(0, 0, *out as i64)?.contiguous()?)
+            }
+            DenseWeight::Int8 { .. } => None,
+        })
+    }
+
     /// This layer with its weight in the int8-g64 layout (itself when it is already).
     fn quantized_int8(&self) -> Result<Dense> {
-        let weight = match &self.weight {
-            DenseWeight::Float(w) => {
+        let weight = match self.float_weight()? {
+            Some(w) => {
                 let (codes, scales) = w.pack_int8()?;
                 DenseWeight::Int8 { codes, scales, elements: w.numel() as u64 }
             }
-            int8 => int8.clone(),
+            None => self.weight.clone(),
+        };
+        Ok(Dense { weight, bias: self.bias.clone() })
+    }
+
+    /// This layer with its weight `[out, in]` again (itself when it is not packed).
+    fn unpacked(&self) -> Result<Dense> {
+        let weight = match (&self.weight, self.float_weight()?) {
+            (DenseWeight::Packed { .. }, Some(w)) => DenseWeight::Float(w),
+            (other, _) => other.clone(),
+        };
+        Ok(Dense { weight, bias: self.bias.clone() })
+    }
+
+    /// This layer with a float32 weight laid out in `pack_linear`'s panels (itself when it is
+    /// packed or quantized).
+    fn packed(&self) -> Result<Dense> {
+        let weight = match &self.weight {
+            DenseWeight::Float(w) => DenseWeight::Packed { panels: w.pack_linear()?, out: w.shape()[0] as usize },
+            other => other.clone(),
         };
         Ok(Dense { weight, bias: self.bias.clone() })
     }
@@ -266,15 +313,32 @@ impl BertWeights {
     /// Every dense layer's weight in the int8-g64 layout (`pack_int8`, on the
     /// weights' device); the embeddings, norms and biases stay float32.
     pub fn quantized_int8(&self) -> Result<BertWeights> {
+        self.dense_mapped(Dense::quantized_int8)
+    }
+
+    /// Every float32 dense weight laid out in `pack_linear`'s panels (on the CPU, where
+    /// `linear_packed` serves them), in place of its `[out, in]` form: the same bytes once
+    /// more only while it is packed. Quantized weights stay as they are.
+    pub fn packed(&self) -> Result<BertWeights> {
+        self.dense_mapped(Dense::packed)
+    }
+
+    /// Every packed dense weight back in its `[out, in]` form (a copy of the panels' values).
+    pub fn unpacked(&self) -> Result<BertWeights> {
+        self.dense_mapped(Dense::unpacked)
+    }
+
+    /// These weights with `f` applied to every layer's four dense layers.
+    fn dense_mapped(&self, f: impl Fn(&Dense) -> Result<Dense>) -> Result<BertWeights> {
         let layers = self
             .layers
             .iter()
             .map(|l| {
                 Ok(LayerWeights {
-                    qkv: l.qkv.quantized_int8()?,
-                    attention_out: l.attention_out.quantized_int8()?,
-                    intermediate: l.intermediate.quantized_int8()?,
-                    output: l.output.quantized_int8()?,
+                    qkv: f(&l.qkv)?,
+                    attention_out: f(&l.attention_out)?,
+                    intermediate: f(&l.intermediate)?,
+                    output: f(&l.output)?,
                     ..l.clone()
                 })
             })

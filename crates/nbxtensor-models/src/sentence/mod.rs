@@ -120,10 +120,16 @@ impl SentenceEmbedder {
     }
 
     /// [`SentenceEmbedder::open`] with the weights sent once to `device`, where every batch's
-    /// program then runs (a CUDA graph on a GPU); the embeddings come back to the host.
+    /// program then runs (a CUDA graph on a GPU); the embeddings come back to the host. On a
+    /// CPU with the packed products' kernel (`nbxtensor::backend::cpu::packed_native`) the
+    /// dense weights are laid out in panels once here (`pack_linear`), so that no product
+    /// packs them again.
     pub fn open_on(dir: &Path, device: Device) -> Result<SentenceEmbedder> {
         let mut bert = Bert::open(dir)?;
         bert.weights = bert.weights.to(device)?;
+        if device == Device::CPU && nbxtensor::backend::cpu::packed_native() {
+            bert.weights = bert.weights.packed()?;
+        }
         let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
         let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
         let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?.to(device)?;
@@ -147,6 +153,16 @@ impl SentenceEmbedder {
     /// captured before are dropped. A device without the int8 kernels refuses, naming them.
     pub fn quantize_int8(&mut self) -> Result<()> {
         self.bert.weights = self.bert.weights.quantized_int8()?;
+        self.replays.clear();
+        self.met.clear();
+        Ok(())
+    }
+
+    /// Lays the packed dense weights out as `[out, in]` again (a copy), for programs traced
+    /// under a precision policy that computes the products in another dtype (`linear_packed`
+    /// runs float32 only). Replays captured before are dropped.
+    pub fn unpack_weights(&mut self) -> Result<()> {
+        self.bert.weights = self.bert.weights.unpacked()?;
         self.replays.clear();
         self.met.clear();
         Ok(())

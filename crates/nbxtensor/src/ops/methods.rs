@@ -24,7 +24,7 @@ use super::spec::create::{Iota, Term};
 use super::spec::decode::{DecodeAttention, KvCacheWrite};
 use super::spec::gather::{Concat, Embedding, IndexSelect};
 use super::spec::linalg::{Linalg, LinalgOp};
-use super::spec::matmul::Product;
+use super::spec::matmul::{LinearPacked, PackLinear, Product};
 use super::spec::quant::{Int4Layout, Int8Layout, MatmulInt4, MatmulInt8, PackInt4, PackInt8};
 use super::spec::reduce::{Reduce, ReduceOp};
 use super::spec::rows::{Norm, Rope, Softmax};
@@ -481,6 +481,19 @@ impl Tensor {
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         let inputs: Vec<&Tensor> = std::iter::once(self).chain(std::iter::once(weight)).chain(bias).collect();
         Ok(one(apply("linear", &inputs, Product::linear)?))
+    }
+
+    /// The float32 weight `[N, K]` laid out for [`Tensor::linear_packed`]: panels of
+    /// [`PANEL`](super::spec::matmul::PANEL) output columns, `[⌈N / PANEL⌉, K, PANEL]`.
+    pub fn pack_linear(&self) -> Result<Tensor> {
+        Ok(one(run(PackLinear, &[self])?))
+    }
+
+    /// `self · weightᵀ + bias` on float32, the weight `[features, in]` as
+    /// [`Tensor::pack_linear`] laid it out (`panels`), an optional `bias [features]`.
+    pub fn linear_packed(&self, panels: &Tensor, bias: Option<&Tensor>, features: usize) -> Result<Tensor> {
+        let inputs: Vec<&Tensor> = [self, panels].into_iter().chain(bias).collect();
+        Ok(one(run(LinearPacked { features }, &inputs)?))
     }
 
     /// The outputs of the factorization or solver `op` on this stack of matrices (float32 or

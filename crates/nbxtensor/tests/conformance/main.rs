@@ -123,6 +123,7 @@ conformance! {
     matmul::matmul_non_contiguous,
     matmul::matmul_edge_shapes,
     matmul::matmul_capture_replay,
+    matmul::packed_values,
     attention::sdpa_values,
     attention::sdpa_long_rows,
     attention::sdpa_edge_cases,

@@ -1,5 +1,6 @@
 //! The matmul family (`ops::spec::matmul`): numpy's matmul (transpose attributes, batch dims
-//! broadcast, vector operands) and linear (`x · wᵀ + bias`), against float64 dot products.
+//! broadcast, vector operands), linear (`x · wᵀ + bias`) and its packed form (`pack_linear`'s
+//! panels, `linear_packed`), against float64 dot products.
 //!
 //! Tolerance: float32 accumulation of k products may err by k·u·Σ|aᵢbᵢ| (u = 2⁻²⁴) in any
 //! summation order; the suite allows twice that, k·2⁻²³·Σ|aᵢbᵢ|, plus one ulp of float32 for
@@ -20,7 +21,14 @@ use nbxtensor::{DType, Tensor};
 /// Whether this suite has a reference for `op` on `dtype`.
 pub fn covers(op: &str, dtype: DType) -> bool {
     let float = is_real(dtype) && dtype != DType::Float8E4m3fn && dtype != DType::Float8E5m2;
-    (matches!(op, "matmul" | "linear") && float) || (op == "matmul" && (is_int(dtype) || is_complex(dtype)))
+    (matches!(op, "matmul" | "linear") && float)
+        || (op == "matmul" && (is_int(dtype) || is_complex(dtype)))
+        || (matches!(op, "pack_linear" | "linear_packed") && dtype == DType::Float32)
+}
+
+/// The ops of the plain products (the packed ones have their own checks, [`packed_values`]).
+fn plain(op: &str) -> bool {
+    matches!(op, "matmul" | "linear")
 }
 
 /// `n` inputs of `dtype`: floats in [-1, 1); integers small (|v| ≤ 3, or 0..=3 unsigned), so
@@ -243,9 +251,9 @@ pub fn linear_values(target: &Target) {
 /// Non-contiguous operands: transposed and strided views, stride-0 rows, a batch dim expanded
 /// from 1 (stride 0), for matmul and linear.
 pub fn matmul_non_contiguous(target: &Target) {
-    let mut coverage = Coverage::new(target, "matmul", "non-contiguous");
+    let mut coverage = Coverage::new(target, "matmul", "non-contiguous").only("matmul").only("linear");
     let mut draw = Draw::new(72);
-    for (op, dtype) in target.entries("matmul") {
+    for (op, dtype) in target.entries("matmul").into_iter().filter(|(op, _)| plain(op)) {
         let poison = cases::poison(dtype);
         for (la_, lb_) in [
             (Layout::Transposed, Layout::Contiguous),
@@ -283,9 +291,9 @@ pub fn matmul_non_contiguous(target: &Target) {
 /// ops refuse naming themselves: 0-d operands, contracted dims that differ, a transpose of a
 /// vector, a bias of another length.
 pub fn matmul_edge_shapes(target: &Target) {
-    let mut coverage = Coverage::new(target, "matmul", "edge shapes");
+    let mut coverage = Coverage::new(target, "matmul", "edge shapes").only("matmul").only("linear");
     let mut draw = Draw::new(73);
-    for (op, dtype) in target.entries("matmul") {
+    for (op, dtype) in target.entries("matmul").into_iter().filter(|(op, _)| plain(op)) {
         if op == "matmul" {
             for (sa, sb) in [
                 (&[3i64, 0][..], &[0i64, 4][..]),
@@ -341,9 +349,9 @@ pub fn matmul_edge_shapes(target: &Target) {
 /// Programs of matmul (batched, transposed) and linear (with bias) captured and replayed on
 /// fresh inputs: byte-equal to eager runs.
 pub fn matmul_capture_replay(target: &Target) {
-    let mut coverage = Coverage::new(target, "matmul", "capture/replay");
+    let mut coverage = Coverage::new(target, "matmul", "capture/replay").only("matmul").only("linear");
     let mut draw = Draw::new(74);
-    for (op, dtype) in target.entries("matmul") {
+    for (op, dtype) in target.entries("matmul").into_iter().filter(|(op, _)| plain(op)) {
         let what = target.what(op, dtype, "capture/replay");
         let (w, _) = operand(target, &mut draw, dtype, &[16, 32]);
         let (bias, _) = operand(target, &mut draw, dtype, &[16]);
@@ -358,5 +366,83 @@ pub fn matmul_capture_replay(target: &Target) {
         }
         coverage.saw(op, dtype);
     }
+    coverage.assert_complete();
+}
+
+/// `pack_linear`'s panels hold the weight's columns in order, zeros past its rows; `linear_packed`
+/// on them gives linear's values (ragged rows and outputs, leading dims, strided x, k = 0, with
+/// and without a bias), refuses panels of another shape naming itself, and replays byte-equal.
+pub fn packed_values(target: &Target) {
+    use nbxtensor::ops::spec::matmul::PANEL;
+    let mut coverage = Coverage::new(target, "matmul", "packed weights").only("pack_linear").only("linear_packed");
+    let mut draw = Draw::new(75);
+    let entries = target.entries("matmul");
+    let served = |op: &str| entries.iter().any(|&(o, d)| o == op && d == DType::Float32);
+    if !(served("pack_linear") && served("linear_packed")) {
+        assert!(!served("pack_linear") && !served("linear_packed"), "{}: one packed op without the other", target.name);
+        coverage.assert_complete();
+        return;
+    }
+    let f = DType::Float32;
+    let pack = |w: &Tensor| target.run1("pack_linear", f, &Attrs::new(), &[w]);
+    let features = |n: i64| Attrs::new().with("features", AttrValue::Int(n));
+    for (sx, n) in [(&[13i64, 37][..], 50i64), (&[2, 9, 64], 96), (&[1, 5], 1), (&[4, 0], 7), (&[0, 8], 48)] {
+        let k = *sx.last().unwrap();
+        let (x, lx) = operand(target, &mut draw, f, sx);
+        let (w, lw) = operand(target, &mut draw, f, &[n, k]);
+        let (bias, lbias) = operand(target, &mut draw, f, &[n]);
+        let panels = pack(&w);
+        let count = (n as usize).div_ceil(PANEL) as i64;
+        let what = target.what("pack_linear", f, &format!("[{n}, {k}]"));
+        assert_eq!(panels.shape(), &[count, k, PANEL as i64], "{what}: shape");
+        let want: Vec<Elem> = (0..count as usize * k as usize * PANEL)
+            .map(|e| {
+                let (p, kk, j) = (e / (k as usize * PANEL), e / PANEL % k as usize, e % PANEL);
+                let row = p * PANEL + j;
+                if row < n as usize {
+                    lw[row * k as usize + kk]
+                } else {
+                    Elem::F(0.0)
+                }
+            })
+            .collect();
+        assert_elems(&what, f, &read(&panels), &want, |_| Tol::EXACT);
+        for with_bias in [false, true] {
+            let what = target.what("linear_packed", f, &format!("x {sx:?}, {n} outputs, bias {with_bias}"));
+            let inputs: Vec<&Tensor> = if with_bias { vec![&x, &panels, &bias] } else { vec![&x, &panels] };
+            let out = target.run1("linear_packed", f, &features(n), &inputs);
+            let (shape, want, tols) = reference(f, sx, &lx, false, &[n, k], &lw, true, with_bias.then_some(&lbias[..]));
+            assert_eq!(out.shape(), &shape[..], "{what}: output shape");
+            assert_elems(&what, f, &read(&out), &want, |i| tols[i]);
+        }
+    }
+    // x transposed in memory, read through its layout
+    let poison = cases::poison(f);
+    let (x, vx) = target.view(f, &[12, 20], Layout::Transposed, &values_of(&mut draw, f, 240), poison);
+    let (w, lw) = operand(target, &mut draw, f, &[9, 20]);
+    let out = target.run1("linear_packed", f, &features(9), &[&x, &pack(&w)]);
+    let (_, want, tols) = reference(f, &[12, 20], &vx, false, &[9, 20], &lw, true, None);
+    assert_elems(&target.what("linear_packed", f, "transposed x"), f, &read(&out), &want, |i| tols[i]);
+    // panels for other features, or of another depth, are refused by name
+    let panels = pack(&w);
+    assert_refused(
+        &target.what("linear_packed", f, "features past the panels"),
+        target.run("linear_packed", f, &features(60), &[&x, &panels]),
+        &["linear_packed", "panels must be"],
+    );
+    let (deeper, _) = operand(target, &mut draw, f, &[12, 21]);
+    assert_refused(
+        &target.what("linear_packed", f, "another depth"),
+        target.run("linear_packed", f, &features(9), &[&deeper, &panels]),
+        &["linear_packed", "pack_linear"],
+    );
+    // a program of it captured and replayed on fresh inputs: byte-equal to eager runs
+    let (bias, _) = operand(target, &mut draw, f, &[9]);
+    let mut input = || [operand(target, &mut draw, f, &[2, 8, 20]).0];
+    let (first, fresh) = (input(), input());
+    let model = |t: &[Tensor]| target.run("linear_packed", f, &features(9), &[&t[0], &panels, &bias]);
+    assert_replay_matches(&target.what("linear_packed", f, "capture/replay"), &first, &fresh, &model);
+    coverage.saw("pack_linear", f);
+    coverage.saw("linear_packed", f);
     coverage.assert_complete();
 }

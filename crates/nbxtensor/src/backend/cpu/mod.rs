@@ -35,6 +35,8 @@ mod sort;
 mod unary;
 mod widen;
 
+pub use matmul::packed_native;
+
 use super::device::{Backend, Block, DeviceBlock, Graph};
 use super::{LaunchTable, Peaks};
 use crate::kernel::KernelError;

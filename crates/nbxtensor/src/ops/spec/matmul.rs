@@ -7,7 +7,14 @@
 //!   1-d right operand a column vector, their unit dim dropped from the output (a transpose
 //!   attribute on a 1-d operand is refused);
 //! - `linear(x, weight[, bias])`: `x · weightᵀ + bias` with `weight` `[out, in]`, the
-//!   optional `bias` `[out]` a third input, any leading dims on `x`.
+//!   optional `bias` `[out]` a third input, any leading dims on `x`;
+//! - `pack_linear(weight)`: a float32 weight `[N, K]` laid out for `linear_packed`, in panels
+//!   of [`PANEL`] output columns: `[⌈N / PANEL⌉, K, PANEL]`, element `(p, k, j)` holding
+//!   `weight[p·PANEL + j, k]` (zero past row N-1). A constant weight is packed once, at load,
+//!   instead of by every product;
+//! - `linear_packed(x, panels[, bias], features = N)`: `linear(x, weight, bias)` on float32
+//!   with the weight as `pack_linear` laid it out; `features` is N, which the panels round up.
+//!   Each output element is `bias + Σ_k x·w` summed in the order of k.
 //!
 //! Declared flops: `2·m·n·k` per matrix of the batch (plus `m·n` for a bias), each complex
 //! operation counting [`super::COMPLEX_OPS`] (a plain row loop on the host). The spec
@@ -193,6 +200,165 @@ impl Spec for Product {
     }
 }
 
+/// Output columns per panel of `pack_linear`'s layout (three 16-lane vectors).
+pub const PANEL: usize = 48;
+
+fn invalid(message: String) -> KernelError {
+    KernelError::Invalid(message)
+}
+
+/// `pack_linear(weight)` on float32.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackLinear;
+
+impl PackLinear {
+    /// `(n, k)` of a valid weight.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<(usize, usize)> {
+        let [weight] = inputs else {
+            return Err(invalid(format!("pack_linear: takes 1 input (weight), got {}", inputs.len())));
+        };
+        let (&[n, k], DType::Float32) = (&weight.shape[..], weight.dtype) else {
+            return Err(invalid(format!(
+                "pack_linear: wants a float32 weight [N, K], got {} {:?}",
+                weight.dtype, weight.shape
+            )));
+        };
+        Ok((n as usize, k as usize))
+    }
+}
+
+impl Spec for PackLinear {
+    fn op(&self) -> &'static str {
+        "pack_linear"
+    }
+
+    fn dtype(&self) -> DType {
+        DType::Float32
+    }
+
+    fn key(&self) -> String {
+        format!("pack_linear:{}", DType::Float32.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let (n, k) = self.sizes(inputs)?;
+        let out = TensorMeta::new(DType::Float32, &[n.div_ceil(PANEL) as i64, k as i64, PANEL as i64]);
+        Cost::simple(vec![out], inputs[0].bytes()?, 0)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The sizes of a `linear_packed` call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedShape {
+    /// Rows of x (every leading dim).
+    pub m: usize,
+    /// Output columns (`features`).
+    pub n: usize,
+    /// The contracted extent.
+    pub k: usize,
+    /// Whether a bias row is added.
+    pub bias: bool,
+    /// The output's shape.
+    pub out: Vec<i64>,
+}
+
+/// `linear_packed(x, panels[, bias], features)` on float32.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearPacked {
+    /// Output columns, N.
+    pub features: usize,
+}
+
+impl LinearPacked {
+    /// The sizes of a call on `inputs`; refused naming the operands that do not fit.
+    pub fn sizes(&self, inputs: &[TensorMeta]) -> Result<PackedShape> {
+        let (x, panels, bias) = match inputs {
+            [x, panels] => (x, panels, None),
+            [x, panels, bias] => (x, panels, Some(bias)),
+            _ => {
+                return Err(invalid(format!(
+                    "linear_packed: takes 2 or 3 inputs (x, panels[, bias]), got {}",
+                    inputs.len()
+                )))
+            }
+        };
+        let dtypes_ok = [Some(x), Some(panels), bias].into_iter().flatten().all(|t| t.dtype == DType::Float32);
+        if !dtypes_ok {
+            return Err(invalid(format!(
+                "linear_packed: wants x, panels (and bias) float32, got {}, {}{}",
+                x.dtype,
+                panels.dtype,
+                bias.map(|b| format!(", {}", b.dtype)).unwrap_or_default()
+            )));
+        }
+        let n = self.features;
+        let Some(&k) = x.shape.last() else {
+            return Err(invalid("linear_packed: x must have at least one dim [.., K], got a scalar".into()));
+        };
+        let want = [n.div_ceil(PANEL) as i64, k, PANEL as i64];
+        if panels.shape != want || bias.is_some_and(|b| b.shape != [n as i64]) {
+            return Err(invalid(format!(
+                "linear_packed: for x {:?} and features = {n}, panels must be {want:?} (pack_linear's layout) and bias [{n}]; got {:?}{}",
+                x.shape,
+                panels.shape,
+                bias.map(|b| format!(", {:?}", b.shape)).unwrap_or_default()
+            )));
+        }
+        let mut out = x.shape.clone();
+        *out.last_mut().expect("x has a last dim") = n as i64;
+        // saturating: the leading dims of an empty x (k = 0) may multiply past 64 bits
+        let m = x.shape[..x.shape.len() - 1].iter().fold(1i64, |p, &d| p.saturating_mul(d)) as usize;
+        Ok(PackedShape { m, n, k: k as usize, bias: bias.is_some(), out })
+    }
+}
+
+impl Spec for LinearPacked {
+    fn op(&self) -> &'static str {
+        "linear_packed"
+    }
+
+    fn dtype(&self) -> DType {
+        DType::Float32
+    }
+
+    fn key(&self) -> String {
+        format!("linear_packed:{}", DType::Float32.launch_key())
+    }
+
+    fn declare(&self, inputs: &[TensorMeta]) -> Result<Cost> {
+        let z = self.sizes(inputs)?;
+        let (m, n, k) = (z.m as u64, z.n as u64, z.k as u64);
+        let flops =
+            saturating_product(&[2, m, n, k]).saturating_add(if z.bias { saturating_product(&[m, n]) } else { 0 });
+        Cost::simple(vec![TensorMeta::new(DType::Float32, &z.out)], crate::kernel::total_bytes(inputs)?, flops)
+    }
+
+    fn uses_matrix_unit(&self) -> bool {
+        true
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn bind_packed(name: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
+    require_dtype(name, dtype, &[DType::Float32])?;
+    if name == "pack_linear" {
+        attrs.only(name, &[])?;
+        return Ok(Arc::new(PackLinear));
+    }
+    attrs.only(name, &["features"])?;
+    let features = attrs.int(name, "features", None)?;
+    let features = usize::try_from(features)
+        .map_err(|_| invalid(format!("linear_packed: features must be ≥ 0, got {features}")))?;
+    Ok(Arc::new(LinearPacked { features }))
+}
+
 fn bind_matmul(_: &'static str, dtype: DType, attrs: &Attrs) -> Result<Arc<dyn Spec>> {
     attrs.only("matmul", &["transpose_a", "transpose_b"])?;
     let transpose_a = attrs.bool("matmul", "transpose_a", Some(false))?;
@@ -230,5 +396,25 @@ pub(super) fn define(ops: &mut Vec<OpDef>) {
         dtypes: |_| &FLOATS,
         bind: bind_linear,
         follows_policy: true,
+    });
+    ops.push(OpDef {
+        name: "pack_linear",
+        family: "matmul",
+        summary: "a float32 weight [N, K] laid out in panels of output columns for linear_packed",
+        inputs: &["weight"],
+        attrs: &[],
+        dtypes: |_| &[DType::Float32],
+        bind: bind_packed,
+        follows_policy: false,
+    });
+    ops.push(OpDef {
+        name: "linear_packed",
+        family: "matmul",
+        summary: "x · weightᵀ + bias with the weight as pack_linear laid it out",
+        inputs: &["x", "panels", "bias?"],
+        attrs: &[AttrDoc { name: "features", meaning: "N, the weight's rows (output columns)", default: None }],
+        dtypes: |_| &[DType::Float32],
+        bind: bind_packed,
+        follows_policy: false,
     });
 }

@@ -22,7 +22,7 @@
 //! | [`scan`] | cumulative_sum, cumulative_prod |
 //! | [`sort`] | sort, argsort, searchsorted |
 //! | [`rows`] | softmax, log_softmax, layer_norm, rms_norm, add_rms_norm, add_layer_norm, rope |
-//! | [`matmul`] | matmul, linear |
+//! | [`matmul`] | matmul, linear, pack_linear, linear_packed |
 //! | [`attention`] | sdpa |
 //! | [`decode`] | decode_attention, kv_cache_write |
 //! | [`sample`] | sample |

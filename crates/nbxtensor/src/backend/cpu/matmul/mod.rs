@@ -7,7 +7,9 @@
 //!   1-d right operand a column vector, their unit dim dropped from the output (a transpose
 //!   attribute on a 1-d operand is refused);
 //! - `linear(x, weight[, bias])`: `x · weightᵀ + bias` with `weight` `[out, in]`, the
-//!   optional `bias` `[out]` a third input, any leading dims on `x`.
+//!   optional `bias` `[out]` a third input, any leading dims on `x`;
+//! - `pack_linear` and `linear_packed` (float32): a constant weight laid out once in panels,
+//!   its products packing nothing (`packed.rs`).
 //!
 //! Strided inputs (transposed, narrowed, broadcast) are read through their strides, never
 //! copied. float16 and bfloat16 operands are widened into a declared float32 workspace
@@ -24,9 +26,11 @@
 //! # Ok::<(), nbxtensor::kernel::KernelError>(())
 //! ```
 
+mod packed;
 mod product;
 mod rows_dot;
 
+pub use packed::native as packed_native;
 pub use product::{batched, float_product, Dims, Entry, Matrix, Operand};
 
 use super::buffers::{read, write, Float};
@@ -207,8 +211,9 @@ fn launch(spec: &Product, mut launch: Launch<'_>) -> Result<()> {
 }
 
 /// Registers `matmul` on the floats, the integers and the complex dtypes, `linear` on float32, float16 and
-/// bfloat16.
+/// bfloat16, `pack_linear` and `linear_packed` on float32.
 pub fn register(table: &mut LaunchTable) {
+    packed::register(table);
     table.register_with_workspace("matmul", &crate::ops::spec::ARITHMETIC, launch, workspace);
     table.register_with_workspace("linear", &crate::ops::spec::FLOATS, launch, workspace);
 }
