@@ -150,7 +150,9 @@ fuzz_target!(|input: &[u8]| {
     }
     // a product reads its inputs in place: the time of a product of huge broadcasts grows with
     // their elements (work, not a fault); the target keeps products small
-    if matches!(op, "matmul" | "linear" | "matmul_int4" | "sdpa") && inputs.iter().any(|t| t.numel() > 1 << 16) {
+    if matches!(op, "matmul" | "linear" | "linear_packed" | "matmul_int4" | "sdpa")
+        && inputs.iter().any(|t| t.numel() > 1 << 16)
+    {
         return;
     }
     if std::env::var_os("NBX_FUZZ_PRINT").is_some() {
