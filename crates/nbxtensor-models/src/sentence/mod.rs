@@ -109,6 +109,8 @@ pub struct SentenceEmbedder {
     clock: u64,
     replays: HashMap<(usize, usize), (Replay, u64)>,
     met: HashMap<(usize, usize), usize>,
+    /// The float32 dense weights are laid out in panels before the first batch runs.
+    pack_pending: bool,
 }
 
 impl SentenceEmbedder {
@@ -122,14 +124,12 @@ impl SentenceEmbedder {
     /// [`SentenceEmbedder::open`] with the weights sent once to `device`, where every batch's
     /// program then runs (a CUDA graph on a GPU); the embeddings come back to the host. On a
     /// CPU with the packed products' kernel (`nbxtensor::backend::cpu::packed_native`) the
-    /// dense weights are laid out in panels once here (`pack_linear`), so that no product
-    /// packs them again.
+    /// first batch lays the dense weights out in panels ([`SentenceEmbedder::pack_weights`]),
+    /// so that no product packs them again; quantized first, they are never packed.
     pub fn open_on(dir: &Path, device: Device) -> Result<SentenceEmbedder> {
         let mut bert = Bert::open(dir)?;
         bert.weights = bert.weights.to(device)?;
-        if device == Device::CPU && nbxtensor::backend::cpu::packed_native() {
-            bert.weights = bert.weights.packed()?;
-        }
+        let pack_pending = device == Device::CPU && nbxtensor::backend::cpu::packed_native();
         let max_tokens = max_seq_length(dir)?.unwrap_or(MAX_TOKENS).min(bert.config.max_position_embeddings);
         let tokenizer = TextTokenizer::open(&dir.join("tokenizer.json"), max_tokens)?;
         let floor = Tensor::from_vec(vec![NORM_FLOOR], &[1])?.to(device)?;
@@ -144,7 +144,20 @@ impl SentenceEmbedder {
             clock: 0,
             replays: HashMap::new(),
             met: HashMap::new(),
+            pack_pending,
         })
+    }
+
+    /// Lays the float32 dense weights out in `pack_linear`'s panels now (what the first batch
+    /// does itself on a CPU with AVX-512F), so that each batch runs them as `linear_packed`.
+    /// Replays captured before are dropped. A device without the packed kernels refuses,
+    /// naming them.
+    pub fn pack_weights(&mut self) -> Result<()> {
+        self.pack_pending = false;
+        self.bert.weights = self.bert.weights.packed()?;
+        self.replays.clear();
+        self.met.clear();
+        Ok(())
     }
 
     /// Quantizes every dense layer's weight to the int8-g64 layout (`pack_int8`), so
@@ -152,16 +165,19 @@ impl SentenceEmbedder {
     /// their outliers kept float32). Replays
     /// captured before are dropped. A device without the int8 kernels refuses, naming them.
     pub fn quantize_int8(&mut self) -> Result<()> {
+        self.pack_pending = false;
         self.bert.weights = self.bert.weights.quantized_int8()?;
         self.replays.clear();
         self.met.clear();
         Ok(())
     }
 
-    /// Lays the packed dense weights out as `[out, in]` again (a copy), for programs traced
+    /// Lays the packed dense weights out as `[out, in]` again (a copy; no batch packs them
+    /// after it), for programs traced
     /// under a precision policy that computes the products in another dtype (`linear_packed`
     /// runs float32 only). Replays captured before are dropped.
     pub fn unpack_weights(&mut self) -> Result<()> {
+        self.pack_pending = false;
         self.bert.weights = self.bert.weights.unpacked()?;
         self.replays.clear();
         self.met.clear();
@@ -261,6 +277,9 @@ impl SentenceEmbedder {
     /// batch ran, the seconds spent capturing, and the memory the plan priced against what
     /// creating the executable and running the replay allocated on the device.
     pub fn run_batch(&mut self, batch: &SentenceBatch) -> Result<BatchRun> {
+        if self.pack_pending {
+            self.pack_weights()?;
+        }
         let shape = batch.shape();
         let inputs = batch.inputs();
         let device = backend::of(self.device);
