@@ -8,7 +8,7 @@
 //! their strides); each residual add and the layer norm after it are one `add_layer_norm`
 //! (bit for bit `add` then `layer_norm`). Dense layers quantized to int8 at load
 //! ([`BertWeights::quantized_int8`]) run `matmul_int8`, x quantized per row as it runs;
-//! float32 ones laid out in panels at load ([`BertWeights::packed`]) run `linear_packed`.
+//! float32 ones laid out in panels ([`BertWeights::packed`]) run `linear_packed`.
 
 use super::{BertConfig, BertWeights, Dense, DenseWeight, Norm};
 use crate::error::{ModelError, Result};
