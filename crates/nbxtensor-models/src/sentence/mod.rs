@@ -148,6 +148,12 @@ impl SentenceEmbedder {
         })
     }
 
+    /// Drops the replays and the shapes met: they were made with the weights just replaced.
+    fn forget_shapes(&mut self) {
+        self.replays.clear();
+        self.met.clear();
+    }
+
     /// Lays the float32 dense weights out in `pack_linear`'s panels now (what the first batch
     /// does itself on a CPU with AVX-512F), so that each batch runs them as `linear_packed`.
     /// Replays captured before are dropped. A device without the packed kernels refuses,
@@ -155,8 +161,7 @@ impl SentenceEmbedder {
     pub fn pack_weights(&mut self) -> Result<()> {
         self.pack_pending = false;
         self.bert.weights = self.bert.weights.packed()?;
-        self.replays.clear();
-        self.met.clear();
+        self.forget_shapes();
         Ok(())
     }
 
@@ -167,8 +172,7 @@ impl SentenceEmbedder {
     pub fn quantize_int8(&mut self) -> Result<()> {
         self.pack_pending = false;
         self.bert.weights = self.bert.weights.quantized_int8()?;
-        self.replays.clear();
-        self.met.clear();
+        self.forget_shapes();
         Ok(())
     }
 
@@ -179,8 +183,7 @@ impl SentenceEmbedder {
     pub fn unpack_weights(&mut self) -> Result<()> {
         self.pack_pending = false;
         self.bert.weights = self.bert.weights.unpacked()?;
-        self.replays.clear();
-        self.met.clear();
+        self.forget_shapes();
         Ok(())
     }
 

@@ -23,16 +23,10 @@ use rayon::prelude::*;
 /// Rows of x a tile takes.
 const ROWS: usize = 8;
 
-/// Whether `linear_packed` runs its AVX-512 kernel on this CPU (else the portable loop).
+/// Whether `linear_packed` runs its AVX-512 kernel on this CPU (else the portable loop): the
+/// AVX-512F the few-rows product needs too.
 pub fn native() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    super::rows_dot::available()
 }
 
 /// Steps of k ahead whose panel lines the AVX-512 kernel asks the cache for: at a few rows the
