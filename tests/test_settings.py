@@ -135,6 +135,13 @@ def test_an_unwritable_store_is_named_when_used(tmp_path):
         blocked.chmod(0o700)
 
 
+def test_a_fresh_process_has_measured_nothing():
+    code = "from nbxtensor.ops import autotune_settings as a; n = a.measurements(); print(type(n).__name__, n)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["int", "0"]
+    assert isinstance(autotune_settings.measurements(), int)
+
+
 def test_no_observer_means_every_launch_runs():
     assert launch_observer.launch_observer().active() is False
 

@@ -1,5 +1,9 @@
 """Where proven kernel settings are kept: a path, a callable returning one, or (None) the
-default ``$XDG_CACHE_HOME/nbxtensor/certified`` (``~/.cache/nbxtensor/certified``)."""
+default ``$XDG_CACHE_HOME/nbxtensor/certified`` (``~/.cache/nbxtensor/certified``); and how
+many the autotune measured in this process.
+
+Kernel tile and split choices are measured at first use and kept under ``<store>/autotune/``,
+one JSON file per device, so that later processes find them and measure nothing."""
 
 from pathlib import Path
 
@@ -18,4 +22,10 @@ def writable_directory() -> Path:
     return Path(_core.writable_directory())
 
 
-__all__ = ["set_store", "directory", "writable_directory"]
+def measurements() -> int:
+    """How many candidate measurements the autotune has made in this process: 0 in a process
+    that found every choice it needed in the store."""
+    return _core.measurements()
+
+
+__all__ = ["set_store", "directory", "writable_directory", "measurements"]

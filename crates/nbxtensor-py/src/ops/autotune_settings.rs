@@ -1,6 +1,8 @@
-//! `nbxtensor.ops.autotune_settings`: where proven kernel settings are kept.
+//! `nbxtensor.ops.autotune_settings`: where proven kernel settings are kept, and how many
+//! this process measured.
 
 use crate::errors::to_py;
+use nbxtensor::settings::autotune;
 use nbxtensor::settings::autotune_store::{self, StoreSetting};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -42,10 +44,18 @@ fn writable_directory() -> PyResult<PathBuf> {
     autotune_store::writable_directory().map_err(to_py)
 }
 
+/// How many candidate measurements the autotune has made in this process (0 where every
+/// choice was found in the store).
+#[pyfunction]
+fn measurements() -> u64 {
+    autotune::measurements()
+}
+
 /// Registers the module's functions.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_store, m)?)?;
     m.add_function(wrap_pyfunction!(directory, m)?)?;
     m.add_function(wrap_pyfunction!(writable_directory, m)?)?;
+    m.add_function(wrap_pyfunction!(measurements, m)?)?;
     Ok(())
 }

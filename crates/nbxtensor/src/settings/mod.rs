@@ -7,10 +7,13 @@
 //! - [`memory_limit`]: the card size every allocator holds to;
 //! - [`tiling`]: the tiling table (`data/tiling.yml`, or a table set whole);
 //! - [`autotune_store`]: where proven kernel settings are kept;
+//! - [`autotune`]: the proven settings themselves: a kernel's choice for a device and a shape
+//!   class, measured once and kept in the store;
 //! - [`launch_observer`]: a watcher that makes launches run dry;
 //! - [`host`]: the services an application may pass in (device description, operand
 //!   decisions, where GPU builds are cached).
 
+pub mod autotune;
 pub mod autotune_store;
 pub mod host;
 pub mod host_memory;
@@ -35,6 +38,9 @@ pub enum SettingsError {
     /// A directory the library must write to and cannot.
     #[error("{0}")]
     Unwritable(String),
+    /// A candidate's measurement that failed or gave no time.
+    #[error("{0}")]
+    Measurement(String),
 }
 
 /// Serialises the unit tests that change process-wide settings, so they do not see each
