@@ -4,6 +4,7 @@
 
 use crate::dtype::DType;
 use crate::kernel::{Cost, Kernel, KernelError, Launch, Result, TensorMeta};
+use crate::memory::Device;
 use crate::ops::spec::{self, Spec};
 use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap};
@@ -20,6 +21,10 @@ type WorkspaceFn = Box<dyn Fn(&dyn Spec, &[TensorMeta]) -> Result<u64> + Send + 
 /// The first input a backend's launch of a bound spec cannot read in its layout.
 type LayoutFn = Box<dyn Fn(&dyn Spec, &[&Tensor]) -> Option<usize> + Send + Sync>;
 
+/// The autotune key of a backend's launch of a bound spec on inputs of these metas on a
+/// device, with whether the store holds its proven choice (`None`: the launch tunes nothing).
+type TuningFn = Box<dyn Fn(&dyn Spec, &[TensorMeta], Device) -> Option<(String, bool)> + Send + Sync>;
+
 /// A backend's launch of the specs of one family: a function (or a closure that wraps one).
 pub trait Launcher<S>: Fn(&S, Launch<'_>) -> Result<()> + Clone + Send + Sync + 'static {}
 
@@ -30,6 +35,7 @@ pub struct Entry {
     launch: LaunchFn,
     workspace: Option<WorkspaceFn>,
     layout: Option<LayoutFn>,
+    tuning: Option<TuningFn>,
 }
 
 /// Which launch serves each (op, dtype) of one backend.
@@ -53,7 +59,12 @@ impl LaunchTable {
     /// Registering an op the catalogue lacks, a dtype the op is not defined on, or an entry
     /// twice is a programming error the tests catch.
     pub fn register<S: Spec>(&mut self, op: &'static str, dtypes: &[DType], launch: impl Launcher<S>) {
-        self.insert(op, dtypes, || Entry { launch: Self::typed(launch.clone()), workspace: None, layout: None });
+        self.insert(op, dtypes, || Entry {
+            launch: Self::typed(launch.clone()),
+            workspace: None,
+            layout: None,
+            tuning: None,
+        });
     }
 
     /// As [`LaunchTable::register`], with the backend's own workspace for the op.
@@ -70,6 +81,7 @@ impl LaunchTable {
                 workspace(spec.downcast::<S>()?, inputs)
             })),
             layout: None,
+            tuning: None,
         });
     }
 
@@ -89,6 +101,26 @@ impl LaunchTable {
                 .unwrap_or_else(|| panic!("{}: ({op}, {dtype}) is not registered", self.backend));
             entry.layout = Some(Box::new(move |spec: &dyn Spec, inputs: &[&Tensor]| {
                 spec.downcast::<S>().ok().and_then(|s| unreadable(s, inputs))
+            }));
+        }
+    }
+
+    /// Says how the launches of `op` (already registered on `dtypes`) are tuned: `tuning`
+    /// gives a launch's autotune key and whether its choice is proven, what a dry run records
+    /// ([`Kernel::tuning`]).
+    pub fn tunes<S: Spec>(
+        &mut self,
+        op: &'static str,
+        dtypes: &[DType],
+        tuning: fn(&S, &[TensorMeta], Device) -> Option<(String, bool)>,
+    ) {
+        for dtype in dtypes {
+            let entry = self
+                .entries
+                .get_mut(&(op, *dtype))
+                .unwrap_or_else(|| panic!("{}: ({op}, {dtype}) is not registered", self.backend));
+            entry.tuning = Some(Box::new(move |spec: &dyn Spec, inputs: &[TensorMeta], device: Device| {
+                tuning(spec.downcast::<S>().ok()?, inputs, device)
             }));
         }
     }
@@ -179,6 +211,10 @@ impl Kernel for BackendKernel {
 
     fn spec(&self) -> Option<&dyn Spec> {
         Some(&*self.spec)
+    }
+
+    fn tuning(&self, inputs: &[TensorMeta], device: Device) -> Option<(String, bool)> {
+        (self.entry.tuning.as_ref()?)(&*self.spec, inputs, device)
     }
 
     fn unreadable(&self, inputs: &[&Tensor]) -> Option<usize> {

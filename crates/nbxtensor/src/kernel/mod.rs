@@ -123,6 +123,13 @@ pub trait Kernel: Send + Sync {
         None
     }
 
+    /// The autotune key this launch would be tuned under on `device` (spelled as the store
+    /// keeps it), with whether the store holds its proven choice: what a dry run records in
+    /// place of [`Kernel::key`]. `None` for a launch that tunes nothing.
+    fn tuning(&self, _inputs: &[TensorMeta], _device: crate::memory::Device) -> Option<(String, bool)> {
+        None
+    }
+
     /// The first input this launch cannot read in the layout given (a backend that reads only
     /// some strides says which), or `None`. An op call passes a contiguous copy of it instead
     /// (a `copy` launch, recorded in a trace like any other); a contiguous input is always

@@ -258,7 +258,10 @@ fn launch_on(device: Device, kernel: &Arc<dyn Kernel>, inputs: &[&Tensor]) -> Re
     if recording || observer.is_some() {
         let outputs = cost.outputs.iter().map(|m| symbolic(m, device)).collect::<Result<Vec<_>, _>>()?;
         if let Some(observer) = observer {
-            observer.record(false, &kernel.key());
+            match kernel.tuning(&metas, device) {
+                Some((key, proven)) => observer.record(proven, &key),
+                None => observer.record(false, &kernel.key()),
+            }
         }
         if recording {
             let inputs = inputs.iter().map(|t| (*t).clone()).collect();

@@ -149,3 +149,127 @@ fn the_device_declares_no_workspace() {
         assert_eq!(kernel.declare(&inputs).unwrap().workspace, 0, "{rows} rows");
     }
 }
+
+/// Set in a child process's environment: the store it tunes in (the second child reads it).
+const CHILD_STORE: &str = "NBX_INT4_TUNING_STORE";
+/// Set in the second child's environment: the store holds every choice already.
+const CHILD_SECOND: &str = "NBX_INT4_TUNING_SECOND";
+const TUNING_TEST: &str = "quant::the_tensor_core_kernels_are_tuned_once_and_every_choice_matches";
+
+#[test]
+fn the_tensor_core_kernels_are_tuned_once_and_every_choice_matches() {
+    use nbxtensor::settings::autotune::measurements;
+    use nbxtensor::settings::autotune_store::{set_store, StoreSetting};
+    use nbxtensor::settings::launch_observer::{set_launch_observer, KeyRecorder};
+    let Some(device) = gpu("the_tensor_core_kernels_are_tuned_once_and_every_choice_matches") else { return };
+    let Some(store) = std::env::var_os(CHILD_STORE).map(std::path::PathBuf::from) else {
+        // the parent: two processes of this test alone (the measurement count is per process)
+        let store = std::env::temp_dir().join(format!("nbx-int4-tuning-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&store);
+        for second in [false, true] {
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+            child.args(["--exact", TUNING_TEST, "--nocapture", "--test-threads=1"]).env(CHILD_STORE, &store);
+            if second {
+                child.env(CHILD_SECOND, "1");
+            }
+            let out = child.output().unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(out.status.success() && said.contains("1 passed"), "child (second: {second}):\n{said}");
+        }
+        std::fs::remove_dir_all(&store).unwrap();
+        return;
+    };
+    let second = std::env::var_os(CHILD_SECOND).is_some();
+    set_store(StoreSetting::Path(store.clone()));
+    let mut draw = Draw::new(63);
+    let (_, group) = layout();
+    // 300 columns (ragged past the blocks' 32), 5 spans of depth; 45 rows take the many-rows
+    // kernel (3 of a block's 16-row tiles, the last ragged), 12 the few-rows one (a 16-row block)
+    let (n, k) = (300, 5 * group);
+    let [packed, scales, minima] = packed_weight(&mut draw, n, k);
+    let w = decoded(&packed, &scales, &minima, k);
+    let weights: Vec<Tensor> = [&packed, &scales, &minima].iter().map(|t| t.to(device).unwrap()).collect();
+    let mut calls = Vec::new();
+    for (rows, kernel) in [(45, "quant_mma_bf16_m4"), (12, "quant_few_bf16_r16")] {
+        let x = host(&draw.uniform(rows * k, -1.0, 1.0), &[rows as i64, k as i64], DType::Bfloat16);
+        calls.push((x.to(device).unwrap(), x, kernel));
+    }
+    let dry_run = |x_gpu: &Tensor| {
+        let recorder = std::sync::Arc::new(KeyRecorder::default());
+        set_launch_observer(Some(recorder.clone()));
+        ops::call("matmul_int4", &Attrs::new(), &[x_gpu, &weights[0], &weights[1], &weights[2]]).unwrap();
+        set_launch_observer(None);
+        let launches = recorder.launches();
+        assert_eq!(launches.len(), 1, "{launches:?}");
+        launches[0].clone()
+    };
+    let product = |what: &str, x_gpu: &Tensor, x: &Tensor| {
+        let out = ops::call("matmul_int4", &Attrs::new(), &[x_gpu, &weights[0], &weights[1], &weights[2]]).unwrap();
+        assert_product(what, &values(&out[0]), &values(x), &w, n, k, DType::Bfloat16);
+    };
+    for (x_gpu, x, kernel) in &calls {
+        let before = measurements();
+        let (tuned, key) = dry_run(x_gpu);
+        assert!(key.contains(kernel) && key.contains(&format!("n{n} k{k}")), "{key}");
+        assert_eq!(measurements(), before, "a dry run measures nothing");
+        assert_eq!(tuned, second, "proven only once the first process measured it: {key}");
+        product(&format!("{kernel}, the first call"), x_gpu, x);
+        assert_eq!(dry_run(x_gpu), (true, key.clone()), "proven after the first call");
+        product(&format!("{kernel}, the second call"), x_gpu, x);
+    }
+    // a bfloat16 matmul on cuBLASLt: the heuristic's algorithms measured once, the product the CPU's
+    let before = measurements();
+    let (a, b) = (
+        host(&draw.uniform(64 * 384, -1.0, 1.0), &[64, 384], DType::Bfloat16),
+        host(&draw.uniform(384 * 256, -1.0, 1.0), &[384, 256], DType::Bfloat16),
+    );
+    let (a_gpu, b_gpu) = (a.to(device).unwrap(), b.to(device).unwrap());
+    for _ in 0..2 {
+        let got = ops::call("matmul", &Attrs::new(), &[&a_gpu, &b_gpu]).unwrap().remove(0);
+        let want = ops::call("matmul", &Attrs::new(), &[&a, &b]).unwrap().remove(0);
+        assert_close(
+            "matmul bf16 [64, 384] x [384, 256]",
+            &values(&got),
+            &values(&want),
+            2.0 * tolerance(DType::Bfloat16),
+        );
+    }
+    let matmul_measured = measurements() - before;
+    if second {
+        assert_eq!(measurements(), 0, "the second process found the choices in the store");
+        return;
+    }
+    // the first process measured both candidates of each kernel once; each candidate, proven in
+    // a store of its own (the first's file with that choice), gives the product
+    assert_eq!(measurements(), 4 + matmul_measured);
+    let files: Vec<_> = std::fs::read_dir(store.join("autotune")).unwrap().map(|e| e.unwrap().path()).collect();
+    let file = files.iter().find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
+    assert_eq!(files.iter().filter(|p| p.extension().is_some_and(|e| e == "json")).count(), 1, "one file a device");
+    let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let entries = stored["entries"].as_object().unwrap();
+    // cuBLASLt's entry, where its heuristic proposed more than one algorithm
+    let cublaslt: Vec<_> = entries.iter().filter(|(name, _)| name.starts_with("cublaslt_bf16")).collect();
+    match cublaslt.as_slice() {
+        [] => assert_eq!(matmul_measured, 0, "one algorithm: nothing to measure"),
+        [(_, entry)] => assert_eq!(entry["measured"].as_array().unwrap().len() as u64, matmul_measured),
+        more => panic!("one matmul shape, {} entries", more.len()),
+    }
+    assert_eq!(entries.len(), 2 + cublaslt.len(), "{entries:?}");
+    for (x_gpu, x, kernel) in &calls {
+        let (name, entry) = entries.iter().find(|(name, _)| name.contains(kernel)).unwrap();
+        let candidates: Vec<&str> =
+            entry["measured"].as_array().unwrap().iter().map(|m| m["candidate"].as_str().unwrap()).collect();
+        assert_eq!(candidates.len(), 2, "{candidates:?}");
+        for candidate in candidates {
+            let mut pinned = stored.clone();
+            pinned["entries"][name]["choice"] = serde_json::Value::String(candidate.to_string());
+            let dir = store.join(format!("pinned-{kernel}-{candidate}"));
+            std::fs::create_dir_all(dir.join("autotune")).unwrap();
+            std::fs::write(dir.join("autotune").join(file.file_name().unwrap()), pinned.to_string()).unwrap();
+            set_store(StoreSetting::Path(dir));
+            product(&format!("{kernel} with {candidate}"), x_gpu, x);
+        }
+    }
+    assert_eq!(measurements(), 4 + matmul_measured, "pinned choices are not measured");
+    set_store(StoreSetting::Default);
+}

@@ -15,19 +15,22 @@
 //! GEMV instead (`gemv.rs`), where it serves the layout.
 //!
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
-//! kernel's widening buffer.
+//! kernel's widening buffer. Of the algorithms cuBLASLt's heuristic proposes for a shape (up to
+//! [`ALGORITHMS`]), the autotune measures each at the shape's first call and keeps the fastest
+//! in the proven-settings store (`tuning.rs`).
 
 use super::addressing::storage_ptr;
 use super::copy::copy_elements;
 use super::indexer::{Indexer, Operand};
 use super::launch::{device_context, device_ptr};
 use super::memory::{preload, require_symbols, CudaLibrary};
-use super::register_with_workspace;
+use super::{register_with_workspace, tuning};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
 use crate::memory::Device;
 use crate::ops::spec::matmul::Product;
+use crate::settings::autotune::TuneKey;
 use crate::tensor::Tensor;
 use cudarc::cublaslt::sys;
 use std::collections::HashMap;
@@ -49,6 +52,7 @@ const CUBLASLT_SYMBOLS: &[&str] = &[
     "cublasLtMatrixLayoutCreate",
     "cublasLtMatrixLayoutSetAttribute",
     "cublasLtGetStatusName",
+    "cublasLtGetVersion",
 ];
 
 fn check(status: sys::cublasStatus_t, call: &str) -> Result<()> {
@@ -183,12 +187,17 @@ fn flat(strides: &[i64], batch: &[i64]) -> Option<i64> {
     strides.last().copied()
 }
 
-/// The cuBLASLt objects of one product shape, made once and reused.
+/// The most algorithms cuBLASLt's heuristic is asked for a shape: the autotune's candidates.
+const ALGORITHMS: usize = 8;
+
+/// The cuBLASLt objects of one product shape, made once and reused: the heuristic's first
+/// `count` algorithms, best first by its estimate.
 #[derive(Clone, Copy)]
 struct Prepared {
     desc: usize,
     layouts: [usize; 3],
-    algo: sys::cublasLtMatmulAlgo_t,
+    algos: [sys::cublasLtMatmulAlgo_t; ALGORITHMS],
+    count: usize,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -275,7 +284,8 @@ fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
         layout(t, key.out.0, key.out.1, key.out.0.max(1), key.batch, key.strides.2)?,
     ];
     let mut preference: sys::cublasLtMatmulPreference_t = std::ptr::null_mut();
-    let mut result: sys::cublasLtMatmulHeuristicResult_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a plain C struct, all zeros a valid value.
+    let mut results: [sys::cublasLtMatmulHeuristicResult_t; ALGORITHMS] = unsafe { std::mem::zeroed() };
     let mut found = 0i32;
     // SAFETY: the objects were made above; pointers are valid.
     unsafe {
@@ -300,8 +310,8 @@ fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
                 l(2),
                 l(2),
                 preference,
-                1,
-                &mut result,
+                ALGORITHMS as i32,
+                results.as_mut_ptr(),
                 &mut found,
             ),
             "cublasLtMatmulAlgoGetHeuristic",
@@ -310,9 +320,75 @@ fn prepare(key: &ShapeKey, handle: sys::cublasLtHandle_t) -> Result<Prepared> {
     if found == 0 {
         return Err(KernelError::Device("cublasLtMatmulAlgoGetHeuristic found no algorithm for this product".into()));
     }
-    let p = Prepared { desc: desc as usize, layouts, algo: result.algo };
+    let count = (found as usize).min(ALGORITHMS);
+    let p = Prepared { desc: desc as usize, layouts, algos: results.map(|r| r.algo), count };
     prepared.insert(key.clone(), p);
     Ok(p)
+}
+
+impl ShapeKey {
+    /// The shape as the autotune's key spells it: the column-major product, its operands'
+    /// reads and strides, the batch.
+    fn spelled(&self) -> String {
+        let read = |s: &Stored| format!("{}{}x{} ld{}", if s.transposed { "T" } else { "N" }, s.rows, s.cols, s.ld);
+        let (sx, sy, so) = self.strides;
+        format!(
+            "out {}x{}, x {}, y {}, batch {} strides {sx}/{sy}/{so}",
+            self.out.0,
+            self.out.1,
+            read(&self.x),
+            read(&self.y),
+            self.batch
+        )
+    }
+}
+
+/// Which of a shape's algorithms runs: chosen once a process (proven in the autotune store for
+/// the device, the dtype and epilogue with cuBLASLt's version, and the shape, or measured now,
+/// each launched by `launch`);
+/// while the stream records a graph and nothing is proven, the heuristic's first.
+fn algorithm(
+    key: &ShapeKey,
+    prepared: &Prepared,
+    device: Device,
+    mut launch: impl FnMut(&sys::cublasLtMatmulAlgo_t) -> Result<()>,
+) -> Result<usize> {
+    static CHOSEN: OnceLock<Mutex<HashMap<ShapeKey, usize>>> = OnceLock::new();
+    let chosen = || CHOSEN.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&index) = chosen().get(key) {
+        return Ok(index);
+    }
+    if prepared.count == 1 {
+        chosen().insert(key.clone(), 0);
+        return Ok(0);
+    }
+    let context = device_context(device)?;
+    // SAFETY: the library is loaded (its handle was made).
+    let version = unsafe { sys::cublasLtGetVersion() };
+    let tf32 = if key.tf32 { "_tf32" } else { "" };
+    let bias = if key.bias { "_bias" } else { "" };
+    let tune_key = TuneKey::new(
+        tuning::device_key(context.info()),
+        format!("cublaslt_{}{tf32}{bias} v{version}", key.dtype.launch_key()),
+        key.spelled(),
+    );
+    let names: Vec<String> = (0..prepared.count).map(|i| format!("h{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let index_of = |name: &str| {
+        names.iter().position(|n| *n == name).ok_or_else(|| {
+            KernelError::Invalid(format!("matmul on cuda: the autotune chose {name}, not one of {}", names.join(", ")))
+        })
+    };
+    let op = if key.bias { "linear" } else { "matmul" };
+    let choice = tuning::choice(context, op, &tune_key, &names, |name| launch(&prepared.algos[index_of(name)?]))?;
+    match choice {
+        Some(name) => {
+            let index = index_of(&name)?;
+            chosen().insert(key.clone(), index);
+            Ok(index)
+        }
+        None => Ok(0),
+    }
 }
 
 fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
@@ -388,31 +464,35 @@ fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
         }
         let l = |i: usize| p.layouts[i] as sys::cublasLtMatrixLayout_t;
         let at = |t: &Tensor, offset: i64| (t.data_ptr() as u64 + offset as u64 * itemsize) as *const c_void;
-        // SAFETY: every pointer addresses the launch's tensors within their layouts (checked
-        // when the layouts were derived); the workspace holds WORKSPACE_BYTES on the device.
-        check(
-            unsafe {
-                sys::cublasLtMatmul(
-                    handle,
-                    desc,
-                    (&alpha as *const f32).cast(),
-                    at(b, offsets.0),
-                    l(0),
-                    at(a, offsets.1),
-                    l(1),
-                    (&beta as *const f32).cast(),
-                    at(y, offsets.2),
-                    l(2),
-                    at(y, offsets.2) as *mut c_void,
-                    l(2),
-                    &p.algo,
-                    launch.workspace.device_ptr() as *mut c_void,
-                    launch.workspace.len(),
-                    stream,
-                )
-            },
-            "cublasLtMatmul",
-        )
+        let matmul = |algo: &sys::cublasLtMatmulAlgo_t| {
+            // SAFETY: every pointer addresses the launch's tensors within their layouts (checked
+            // when the layouts were derived); the workspace holds WORKSPACE_BYTES on the device.
+            check(
+                unsafe {
+                    sys::cublasLtMatmul(
+                        handle,
+                        desc,
+                        (&alpha as *const f32).cast(),
+                        at(b, offsets.0),
+                        l(0),
+                        at(a, offsets.1),
+                        l(1),
+                        (&beta as *const f32).cast(),
+                        at(y, offsets.2),
+                        l(2),
+                        at(y, offsets.2) as *mut c_void,
+                        l(2),
+                        algo,
+                        launch.workspace.device_ptr() as *mut c_void,
+                        launch.workspace.len(),
+                        stream,
+                    )
+                },
+                "cublasLtMatmul",
+            )
+        };
+        let index = algorithm(&key, &p, device, matmul)?;
+        matmul(&p.algos[index])
     };
     match (flat(&sx, &out_batch), flat(&sy, &out_batch)) {
         (Some(fx), Some(fy)) => product(batch_count as i32, (fx, fy, m * n), (0, 0, 0)),

@@ -42,6 +42,7 @@ mod select;
 mod softmax;
 mod sort;
 mod source;
+mod tuning;
 mod unary;
 
 pub use blas::WORKSPACE_BYTES as MATMUL_WORKSPACE_BYTES;

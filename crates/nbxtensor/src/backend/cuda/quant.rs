@@ -13,12 +13,15 @@
 //! declares its own scratch).
 
 use super::dims::{aligned16, grid_extent, merged_layout};
-use super::{device_context, device_ptr, function, recent, register, Args};
+use super::memory::{CudaContext, CudaDeviceInfo};
+use super::{device_context, device_ptr, function, recent, register, tuning, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
-use crate::kernel::{KernelError, Launch, Result};
+use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::memory::Device;
 use crate::ops::spec::quant::MatmulInt4;
 use crate::ops::spec::FLOATS;
+use crate::settings::autotune;
 
 pub use super::source::QUANT as SOURCE;
 
@@ -50,6 +53,11 @@ fn few_warps(blocks: i64, multiprocessors: u32) -> u32 {
         8
     }
 }
+
+/// The warps a few-rows block may have (`NBX_QUANT_FEWS` instantiates both).
+const FEW_WARPS: [u32; 2] = [8, 16];
+/// The warps a many-rows block may have (`NBX_QUANT_MMAS` instantiates both).
+const MMA_WARPS: [u32; 2] = [4, 8];
 
 /// Rows of x a block of the many-rows tensor-core kernel computes (four 16-row tiles).
 const MMA_ROWS: i64 = 64;
@@ -91,6 +99,119 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
+/// A call on the tensor cores: its kernel (the few-rows one in blocks of 8 or 16 rows, or the
+/// many-rows one in blocks of 64) and grid. Its warps a block are the autotune's choice for the
+/// device and shape class ([`TensorCoreCall::warps`]).
+struct TensorCoreCall {
+    /// The kernel's name up to its warps (`quant_few_bf16_r16`, `quant_mma_bf16_m4`).
+    family: String,
+    /// The two warp counts it is instantiated for.
+    candidates: [u32; 2],
+    grid: [u32; 3],
+    /// Its key before the device is named: of the many-rows kernel the rows are rounded up to
+    /// a power of two (one choice for the whole class), of the few-rows one to its block rows.
+    key: autotune::TuneKey,
+}
+
+impl TensorCoreCall {
+    /// The call of `m` rows × `n` columns × `k` depth; `few`: the few-rows kernel serves it.
+    fn new(spec: &MatmulInt4, few: bool, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
+        let dt = spec.dtype.launch_key();
+        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
+        let (family, candidates, rows, row_class) = if few {
+            let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
+            (format!("quant_few_{dt}_r{rows}"), FEW_WARPS, rows, rows)
+        } else {
+            (format!("quant_mma_{dt}_m4"), MMA_WARPS, MMA_ROWS, (m.max(1) as u64).next_power_of_two() as i64)
+        };
+        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
+        let key = autotune::TuneKey::new(
+            String::new(),
+            family.clone(),
+            format!("m{row_class} n{n} k{k} g{}", spec.layout.group),
+        );
+        Ok(TensorCoreCall { family, candidates, grid: [grid_x, grid_y, 1], key })
+    }
+
+    /// The kernel of `warps` warps a block.
+    fn kernel(&self, warps: u32) -> String {
+        if self.family.starts_with("quant_mma") {
+            format!("{}_w{warps}_d{MMA_DEPTH}", self.family)
+        } else {
+            format!("{}_w{warps}", self.family)
+        }
+    }
+
+    /// The key on the device of `info`.
+    fn key_on(&self, info: &CudaDeviceInfo) -> autotune::TuneKey {
+        autotune::TuneKey { device: tuning::device_key(info), ..self.key.clone() }
+    }
+
+    fn names(&self) -> [String; 2] {
+        self.candidates.map(|w| format!("w{w}"))
+    }
+
+    /// The warps where nothing can be measured (a launch recorded into a graph) and the store
+    /// proves nothing: the count measured best on an H100 for the grid's blocks.
+    fn fallback(&self, multiprocessors: u32) -> u32 {
+        let blocks = i64::from(self.grid[0]) * i64::from(self.grid[1]);
+        if self.family.starts_with("quant_mma") {
+            mma_warps(blocks, multiprocessors)
+        } else {
+            few_warps(blocks, multiprocessors)
+        }
+    }
+
+    /// The warps a block: proven in the autotune store for this device and shape class, or
+    /// measured now (each candidate launched by `launch`) and kept there; while the stream
+    /// records a graph, a proven choice or [`TensorCoreCall::fallback`].
+    fn warps(&self, context: &CudaContext, mut launch: impl FnMut(u32) -> Result<()>) -> Result<u32> {
+        let info = context.info();
+        let names = self.names();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let chosen = tuning::choice(context, "matmul_int4", &self.key_on(info), &names, |name| {
+            launch(self.parse(name).map_err(invalid)?)
+        })?;
+        match chosen {
+            Some(name) => self.parse(&name).map_err(invalid),
+            None => Ok(self.fallback(info.multiprocessors)),
+        }
+    }
+
+    /// The warps a candidate's name (`w8`) stands for.
+    fn parse(&self, name: &str) -> std::result::Result<u32, String> {
+        name.strip_prefix('w')
+            .and_then(|w| w.parse().ok())
+            .filter(|w| self.candidates.contains(w))
+            .ok_or_else(|| format!("matmul_int4: {name} is not one of the candidates of {}", self.family))
+    }
+}
+
+/// What a dry run records for a call on the tensor cores: its autotune key (for contiguous,
+/// aligned operands) and whether the store proves its choice; `None` for other calls or where
+/// no device answers.
+fn tuning(spec: &MatmulInt4, inputs: &[TensorMeta], device: Device) -> Option<(String, bool)> {
+    let [x, packed, scales, minima] = inputs else { return None };
+    let (&k, rows) = x.shape.split_last()?;
+    let (m, n) = (rows.iter().product::<i64>(), *packed.shape.first()?);
+    let on_tensor_cores = matches!(spec.dtype, DType::Float16 | DType::Bfloat16)
+        && spec.layout.bits == 4
+        && spec.layout.group as i64 % MMA_SPAN == 0;
+    if !on_tensor_cores || m * n == 0 {
+        return None;
+    }
+    let contiguous = |meta: &TensorMeta| crate::shape::contiguous_strides(&meta.shape).ok();
+    let few = m <= FEW_ROWS
+        && offsets_fit_u32(&scales.shape, &contiguous(scales)?)
+        && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
+    let call = TensorCoreCall::new(spec, few, m, n, k).ok()?;
+    let key = call.key_on(device_context(device).ok()?.info());
+    let names = call.names();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let proven = autotune::proven(&key, &names).ok()?;
+    Some((key.spelled(), proven.is_some()))
+}
+
 fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
     let [x, packed, scales, minima] = launch.inputs else {
         return Err(invalid(format!("matmul_int4: takes 4 inputs, got {}", launch.inputs.len())));
@@ -121,26 +242,20 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         let few = m <= FEW_ROWS
             && offsets_fit_u32(scales.shape(), scales.strides())
             && offsets_fit_u32(minima.shape(), minima.strides());
-        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
-        let multiprocessors = device_context(device)?.info().multiprocessors;
-        let (f, grid_y, warps) = if few {
-            let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
-            let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
-            let warps = few_warps(i64::from(grid_x) * i64::from(grid_y), multiprocessors);
-            let f = function(device, &SOURCE, format_args!("quant_few_{dt}_r{rows}_w{warps}"))?;
-            (f, grid_y, warps)
-        } else {
-            let grid_y = grid_extent("matmul_int4", m, MMA_ROWS, 65535)?;
-            let warps = mma_warps(i64::from(grid_x) * i64::from(grid_y), multiprocessors);
-            let f = function(device, &SOURCE, format_args!("quant_mma_{dt}_m4_w{warps}_d{MMA_DEPTH}"))?;
-            (f, grid_y, warps)
-        };
+        let call = TensorCoreCall::new(spec, few, m, n, k)?;
+        let context = device_context(device)?;
         // the codes read before the inputs are awaited when the previous op cannot have written them
-        let early = recent::untouched_by_previous_op(f.context().stream_handle(), packed);
-        args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
-        args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
-        args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
-        return f.launch([grid_x, grid_y, 1], [warps * 32, 1, 1], 0, &mut args);
+        let early = recent::untouched_by_previous_op(context.stream_handle(), packed);
+        let launch_with = |warps: u32, early: bool| {
+            let f = function(device, &SOURCE, format_args!("{}", call.kernel(warps)))?;
+            let mut args = Args::new();
+            args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
+            args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
+            args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
+            f.launch(call.grid, [warps * 32, 1, 1], 0, &mut args)
+        };
+        let warps = call.warps(context, |warps| launch_with(warps, false))?;
+        return launch_with(warps, early);
     }
     let registers = m <= GEMV_ROWS
         && group % codes_per_lane == 0
@@ -171,6 +286,7 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
 /// Registers `matmul_int4` on x's float32, float16 and bfloat16.
 pub fn register_all(table: &mut LaunchTable) {
     register(table, "matmul_int4", &FLOATS, run);
+    table.tunes("matmul_int4", &FLOATS, tuning);
 }
 
 #[cfg(test)]

@@ -143,6 +143,41 @@ impl CudaContext {
         }
     }
 
+    /// The seconds `work` takes on this thread's stream, per call, over `runs` calls queued
+    /// back to back between two timing events (the autotune's measurement; `work` only
+    /// queues). Waits for the second event.
+    pub fn time_queued<E: From<String>>(&self, runs: u32, mut work: impl FnMut() -> Result<(), E>) -> Result<f64, E> {
+        self.bind()?;
+        let mut events: [sys::CUevent; 2] = [std::ptr::null_mut(); 2];
+        for event in &mut events {
+            // SAFETY: the context is current; the pointer is valid.
+            check(unsafe { sys::cuEventCreate(event, 0) }, "cuEventCreate")?;
+        }
+        let destroy = |events: [sys::CUevent; 2]| {
+            for event in events.into_iter().filter(|e| !e.is_null()) {
+                // SAFETY: the events are ours; destroying a recorded one is deferred by the driver.
+                unsafe { sys::cuEventDestroy_v2(event) };
+            }
+        };
+        let timed = (|| {
+            // SAFETY: the events and the stream belong to this context.
+            check(unsafe { sys::cuEventRecord(events[0], self.stream()) }, "cuEventRecord")?;
+            for _ in 0..runs {
+                work()?;
+            }
+            let mut millis = 0f32;
+            // SAFETY: as above; the pointer is valid.
+            unsafe {
+                check(sys::cuEventRecord(events[1], self.stream()), "cuEventRecord")?;
+                check(sys::cuEventSynchronize(events[1]), "cuEventSynchronize")?;
+                check(sys::cuEventElapsedTime_v2(&mut millis, events[0], events[1]), "cuEventElapsedTime_v2")?;
+            }
+            Ok(f64::from(millis) / 1e3 / f64::from(runs.max(1)))
+        })();
+        destroy(events);
+        timed
+    }
+
     /// Whether this thread's stream is being captured into a CUDA graph now (work queued is
     /// recorded, not run: nothing may be read back).
     pub fn is_capturing(&self) -> Result<bool, String> {

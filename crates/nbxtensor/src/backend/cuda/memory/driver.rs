@@ -55,7 +55,7 @@ pub const DRIVER_SYMBOLS: &[&str] = &[
     "cuEventCreate",
     "cuEventRecord",
     "cuEventSynchronize",
-    "cuEventElapsedTime",
+    "cuEventElapsedTime_v2",
     "cuEventDestroy_v2",
 ];
 
