@@ -54,10 +54,10 @@ fn few_warps(blocks: i64, multiprocessors: u32) -> u32 {
     }
 }
 
-/// The warps a few-rows block may have (`NBX_QUANT_FEWS` instantiates both).
-const FEW_WARPS: [u32; 2] = [8, 16];
-/// The warps a many-rows block may have (`NBX_QUANT_MMAS` instantiates both).
-const MMA_WARPS: [u32; 2] = [4, 8];
+/// The warps a few-rows block may have (`NBX_QUANT_FEWS` instantiates each).
+const FEW_WARPS: &[u32] = &[4, 8, 16];
+/// The warps a many-rows block may have (`NBX_QUANT_MMAS` instantiates each).
+const MMA_WARPS: &[u32] = &[4, 8];
 
 /// Rows of x a block of the many-rows tensor-core kernel computes (four 16-row tiles).
 const MMA_ROWS: i64 = 64;
@@ -105,8 +105,8 @@ fn invalid(message: String) -> KernelError {
 struct TensorCoreCall {
     /// The kernel's name up to its warps (`quant_few_bf16_r16`, `quant_mma_bf16_m4`).
     family: String,
-    /// The two warp counts it is instantiated for.
-    candidates: [u32; 2],
+    /// The warp counts it is instantiated for.
+    candidates: &'static [u32],
     grid: [u32; 3],
     /// Its key before the device is named: of the many-rows kernel the rows are rounded up to
     /// a power of two (one choice for the whole class), of the few-rows one to its block rows.
@@ -147,8 +147,8 @@ impl TensorCoreCall {
         autotune::TuneKey { device: tuning::device_key(info), ..self.key.clone() }
     }
 
-    fn names(&self) -> [String; 2] {
-        self.candidates.map(|w| format!("w{w}"))
+    fn names(&self) -> Vec<String> {
+        self.candidates.iter().map(|w| format!("w{w}")).collect()
     }
 
     /// The warps where nothing can be measured (a launch recorded into a graph) and the store

@@ -589,13 +589,12 @@ __device__ void quant_few(const typename S::T* x, i64 m, i64 k, QuantColumnStrea
     }
 }
 
-// quant_few_<dt>_r<ROWS>_w<WARPS>: as quant_mma's launch, `early` alike; 32 columns a block. The
-// 8-warp kernels (launched where the blocks are at least two a multiprocessor) are held to two
-// blocks a multiprocessor, 128 registers (the 16-row one spills 32 bytes on sm_90): on an H100
-// at 14336 × 4096, 1 row 22.1 → 16.5 µs, 8 rows 23.1 → 17.8, 16 rows 26.1 → 23.7 in the lab
-// (docs/BENCHMARKS.md).
+// quant_few_<dt>_r<ROWS>_w<WARPS>: as quant_mma's launch, `early` alike; 32 columns a block. Every
+// warp count is held to 16 warps a multiprocessor, 128 registers (the 16-row kernels spill 32
+// bytes on sm_90): for the 8-warp ones, two blocks a multiprocessor, on an H100 at 14336 × 4096,
+// 1 row 22.1 → 16.5 µs, 8 rows 23.1 → 17.8, 16 rows 26.1 → 23.7 in the lab (docs/BENCHMARKS.md).
 #define NBX_QUANT_FEW(dt, S, rows, warps)                                                                             \
-    extern "C" __global__ void __launch_bounds__(warps * 32, warps == 8 ? 2 : 1)                                    \
+    extern "C" __global__ void __launch_bounds__(warps * 32, 16 / warps)                                            \
         quant_few_##dt##_r##rows##_w##warps(                                                                          \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,       \
         const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {               \
@@ -605,12 +604,14 @@ __device__ void quant_few(const typename S::T* x, i64 m, i64 k, QuantColumnStrea
         if (!early) stream.fetch(threadIdx.x / 32);                                                                   \
         quant_few<S, rows, 2, warps>(x, m, k, stream, n, out);                                                        \
     }
-// The instantiations quant.rs launches (`few_warps` says which and why).
+// The instantiations quant.rs launches (`FEW_WARPS`: the autotune measures them).
 #define NBX_QUANT_FEWS(dt, S)        \
     NBX_QUANT_FEW(dt, S, 8, 16)      \
     NBX_QUANT_FEW(dt, S, 8, 8)       \
+    NBX_QUANT_FEW(dt, S, 8, 4)       \
     NBX_QUANT_FEW(dt, S, 16, 16)     \
-    NBX_QUANT_FEW(dt, S, 16, 8)
+    NBX_QUANT_FEW(dt, S, 16, 8)      \
+    NBX_QUANT_FEW(dt, S, 16, 4)
 NBX_QUANT_FEWS(fp16, F16)
 NBX_QUANT_FEWS(bf16, BF16)
 
