@@ -6,7 +6,8 @@
 //! float16 and bfloat16 x (contiguous, 16-byte aligned, groups a multiple of [`MMA_SPAN`]) run
 //! on the tensor cores at any row count: the codes stream into registers, become exact 16-bit
 //! values there and meet x in `mma` instructions (up to 16 rows as the product's A operand, so
-//! that no product is spent on rows x does not have; more rows in 64-row blocks). float32 x of
+//! that no product is spent on rows x does not have; more rows in 64-row blocks), with the
+//! warps a block the autotune measured best for the device and shape class. float32 x of
 //! up to [`GEMV_ROWS`] rows reads the codes into registers, 16 bytes per lane, and dequantizes
 //! them for float32 products; other rows and layouts run a tiled product that dequantizes tiles
 //! of W into shared memory. None needs workspace (the spec declares none; the CPU's launch
@@ -39,8 +40,9 @@ const MMA_COLUMNS: i64 = 32;
 const FEW_ROWS: i64 = 16;
 /// Rows of x up to which the few-rows kernel runs in blocks of 8 rows.
 const FEW_ROWS_SMALL: i64 = 8;
-/// The warps (splitting the depth) of a few-rows block when the launch has `blocks` blocks on
-/// a device of `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one
+/// The warps (splitting the depth) of a few-rows block where the autotune can neither measure
+/// nor find a choice (a launch recorded into a graph first), for `blocks` blocks on a device of
+/// `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one
 /// block of 16 warps each), else 8 (two blocks of 8 each), so that each multiprocessor's
 /// schedulers have 16 warps to issue from: on an H100 at one row 6.7 against 8.3 µs (16 warps
 /// against 8) for 4096 × 4096 and 16.4 against 23.4 for 4096 × 14336 (128 blocks), while
@@ -65,8 +67,8 @@ const MMA_ROWS: i64 = 64;
 /// an H100, docs/BENCHMARKS.md, eleventh session).
 const MMA_DEPTH: u32 = 1;
 
-/// The warps of a many-rows tensor-core block when the launch has `blocks` blocks on a device
-/// of `multiprocessors`: a block of 4 warps holds 255 registers a thread (two blocks a
+/// The warps of a many-rows tensor-core block where the autotune can neither measure nor find
+/// a choice, for `blocks` blocks on a device of `multiprocessors`: a block of 4 warps holds 255 registers a thread (two blocks a
 /// multiprocessor); where the blocks are fewer than two a multiprocessor, 8 warps split the
 /// depth instead (one block a multiprocessor, but all of them busy): on an H100 at 64 rows 18.2
 /// against 25.9 µs for 4096 × 4096 and 57.7 against 86.3 for 4096 × 14336 (128 blocks), while
