@@ -42,8 +42,8 @@ const FEW_ROWS: i64 = 16;
 const FEW_ROWS_SMALL: i64 = 8;
 /// The warps (splitting the depth) of a few-rows block where the autotune can neither measure
 /// nor find a choice (a launch recorded into a graph first), for `blocks` blocks on a device of
-/// `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one
-/// block of 16 warps each), else 8 (two blocks of 8 each), so that each multiprocessor's
+/// `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one block of 16
+/// warps each), else 8 (two blocks of 8 each), so that each multiprocessor's
 /// schedulers have 16 warps to issue from: on an H100 at one row 6.7 against 8.3 µs (16 warps
 /// against 8) for 4096 × 4096 and 16.4 against 23.4 for 4096 × 14336 (128 blocks), while
 /// 14336 × 4096 (448 blocks) kept 8 warps' 17.2 against 16 warps' 20.5 (docs/BENCHMARKS.md,
@@ -68,12 +68,12 @@ const MMA_ROWS: i64 = 64;
 const MMA_DEPTH: u32 = 1;
 
 /// The warps of a many-rows tensor-core block where the autotune can neither measure nor find
-/// a choice, for `blocks` blocks on a device of `multiprocessors`: a block of 4 warps holds 255 registers a thread (two blocks a
-/// multiprocessor); where the blocks are fewer than two a multiprocessor, 8 warps split the
-/// depth instead (one block a multiprocessor, but all of them busy): on an H100 at 64 rows 18.2
-/// against 25.9 µs for 4096 × 4096 and 57.7 against 86.3 for 4096 × 14336 (128 blocks), while
-/// 14336 × 4096 (448 blocks) kept 4 warps' 64.5 against 8 warps' 70.0 (docs/BENCHMARKS.md,
-/// eleventh session).
+/// a choice, for `blocks` blocks on a device of `multiprocessors`: a block of 4 warps holds 255
+/// registers a thread (two blocks a multiprocessor); where the blocks are fewer than two a
+/// multiprocessor, 8 warps split the depth instead (one block a multiprocessor, but all of them
+/// busy): on an H100 at 64 rows 18.2 against 25.9 µs for 4096 × 4096 and 57.7 against 86.3 for
+/// 4096 × 14336 (128 blocks), while 14336 × 4096 (448 blocks) kept 4 warps' 64.5 against 8
+/// warps' 70.0 (docs/BENCHMARKS.md, eleventh session).
 fn mma_warps(blocks: i64, multiprocessors: u32) -> u32 {
     if blocks < 2 * i64::from(multiprocessors) {
         8
