@@ -17,7 +17,8 @@
 //! The workspace cuBLASLt may use is declared ([`WORKSPACE_BYTES`]), in place of the CPU
 //! kernel's widening buffer. Of the algorithms cuBLASLt's heuristic proposes for a shape (up to
 //! [`ALGORITHMS`]), the autotune measures each at the shape's first call and keeps the fastest
-//! in the proven-settings store (`tuning.rs`).
+//! in the proven-settings store (`tuning.rs`), for products of [`TUNED_FLOPS`] and more; smaller
+//! ones run the heuristic's first.
 
 use super::addressing::storage_ptr;
 use super::copy::copy_elements;
@@ -189,6 +190,12 @@ fn flat(strides: &[i64], batch: &[i64]) -> Option<i64> {
 
 /// The most algorithms cuBLASLt's heuristic is asked for a shape: the autotune's candidates.
 const ALGORITHMS: usize = 8;
+/// The flops from which a product's algorithm is measured; a smaller one (under about 25 µs on
+/// an H100) runs the heuristic's first. On an H100 the measurement kept the first at 4096³ and
+/// gained 2.4% at 8192³, while at 1024³ the candidates differed by launch noise alone and their
+/// first use (each algorithm's kernel loaded) took a fresh process's first product from about
+/// 0.37 to 0.54 s (docs/BENCHMARKS.md, fourteenth session).
+const TUNED_FLOPS: f64 = (1u64 << 34) as f64;
 
 /// The cuBLASLt objects of one product shape, made once and reused: the heuristic's first
 /// `count` algorithms, best first by its estimate.
@@ -491,7 +498,8 @@ fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {
                 "cublasLtMatmul",
             )
         };
-        let index = algorithm(&key, &p, device, matmul)?;
+        let flops = 2.0 * (m * n * k) as f64 * f64::from(batch);
+        let index = if flops >= TUNED_FLOPS { algorithm(&key, &p, device, matmul)? } else { 0 };
         matmul(&p.algos[index])
     };
     match (flat(&sx, &out_batch), flat(&sy, &out_batch)) {
