@@ -193,8 +193,9 @@ const ALGORITHMS: usize = 8;
 /// The flops from which a product's algorithm is measured; a smaller one (under about 25 µs on
 /// an H100) runs the heuristic's first. On an H100 the measurement kept the first at 4096³ and
 /// gained 2.4% at 8192³, while at 1024³ the candidates differed by launch noise alone and their
-/// first use (each algorithm's kernel loaded) took a fresh process's first product from about
-/// 0.37 to 0.54 s (docs/BENCHMARKS.md, fourteenth session).
+/// first use (each algorithm's kernel loaded) took a fresh process's first product to 0.54 s,
+/// against 0.105 s without the measurement and torch's 0.11 (docs/BENCHMARKS.md, fourteenth
+/// session).
 const TUNED_FLOPS: f64 = (1u64 << 34) as f64;
 
 /// The cuBLASLt objects of one product shape, made once and reused: the heuristic's first
