@@ -94,12 +94,8 @@ impl LaunchTable {
         dtypes: &[DType],
         unreadable: fn(&S, &[&Tensor]) -> Option<usize>,
     ) {
-        for dtype in dtypes {
-            let entry = self
-                .entries
-                .get_mut(&(op, *dtype))
-                .unwrap_or_else(|| panic!("{}: ({op}, {dtype}) is not registered", self.backend));
-            entry.layout = Some(Box::new(move |spec: &dyn Spec, inputs: &[&Tensor]| {
+        for &dtype in dtypes {
+            self.registered(op, dtype).layout = Some(Box::new(move |spec: &dyn Spec, inputs: &[&Tensor]| {
                 spec.downcast::<S>().ok().and_then(|s| unreadable(s, inputs))
             }));
         }
@@ -114,15 +110,18 @@ impl LaunchTable {
         dtypes: &[DType],
         tuning: fn(&S, &[TensorMeta], Device) -> Option<(String, bool)>,
     ) {
-        for dtype in dtypes {
-            let entry = self
-                .entries
-                .get_mut(&(op, *dtype))
-                .unwrap_or_else(|| panic!("{}: ({op}, {dtype}) is not registered", self.backend));
-            entry.tuning = Some(Box::new(move |spec: &dyn Spec, inputs: &[TensorMeta], device: Device| {
-                tuning(spec.downcast::<S>().ok()?, inputs, device)
-            }));
+        for &dtype in dtypes {
+            self.registered(op, dtype).tuning =
+                Some(Box::new(move |spec: &dyn Spec, inputs: &[TensorMeta], device: Device| {
+                    tuning(spec.downcast::<S>().ok()?, inputs, device)
+                }));
         }
+    }
+
+    /// The entry of (op, dtype), registered before (a programming error the tests catch).
+    fn registered(&mut self, op: &'static str, dtype: DType) -> &mut Entry {
+        let backend = self.backend;
+        self.entries.get_mut(&(op, dtype)).unwrap_or_else(|| panic!("{backend}: ({op}, {dtype}) is not registered"))
     }
 
     fn typed<S: Spec>(launch: impl Launcher<S>) -> LaunchFn {

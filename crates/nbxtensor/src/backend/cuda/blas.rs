@@ -351,9 +351,9 @@ impl ShapeKey {
     }
 }
 
-/// Which of a shape's algorithms runs: chosen once a process (proven in the autotune store for
-/// the device, the dtype and epilogue with cuBLASLt's version, and the shape, or measured now,
-/// each launched by `launch`);
+/// Which of a shape's algorithms runs: proven in the autotune store for the device, the dtype
+/// and epilogue with cuBLASLt's version, and the shape (the store's memory answers after the
+/// first call), or measured now, each launched by `launch`;
 /// while the stream records a graph and nothing is proven, the heuristic's first.
 fn algorithm(
     key: &ShapeKey,
@@ -361,13 +361,7 @@ fn algorithm(
     device: Device,
     mut launch: impl FnMut(&sys::cublasLtMatmulAlgo_t) -> Result<()>,
 ) -> Result<usize> {
-    static CHOSEN: OnceLock<Mutex<HashMap<ShapeKey, usize>>> = OnceLock::new();
-    let chosen = || CHOSEN.get_or_init(|| Mutex::new(HashMap::new())).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&index) = chosen().get(key) {
-        return Ok(index);
-    }
     if prepared.count == 1 {
-        chosen().insert(key.clone(), 0);
         return Ok(0);
     }
     let context = device_context(device)?;
@@ -389,14 +383,7 @@ fn algorithm(
     };
     let op = if key.bias { "linear" } else { "matmul" };
     let choice = tuning::choice(context, op, &tune_key, &names, |name| launch(&prepared.algos[index_of(name)?]))?;
-    match choice {
-        Some(name) => {
-            let index = index_of(&name)?;
-            chosen().insert(key.clone(), index);
-            Ok(index)
-        }
-        None => Ok(0),
-    }
+    choice.map_or(Ok(0), |name| index_of(&name))
 }
 
 fn run(spec: &Product, launch: Launch<'_>) -> Result<()> {

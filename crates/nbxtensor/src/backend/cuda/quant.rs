@@ -110,9 +110,9 @@ struct TensorCoreCall {
     /// The warp counts it is instantiated for.
     candidates: &'static [u32],
     grid: [u32; 3],
-    /// Its key before the device is named: of the many-rows kernel the rows are rounded up to
-    /// a power of two (one choice for the whole class), of the few-rows one to its block rows.
-    key: autotune::TuneKey,
+    /// Its shape class: of the many-rows kernel the rows are rounded up to a power of two (one
+    /// choice for the whole class), of the few-rows one to its block rows.
+    shape: String,
 }
 
 impl TensorCoreCall {
@@ -127,12 +127,8 @@ impl TensorCoreCall {
             (format!("quant_mma_{dt}_m4"), MMA_WARPS, MMA_ROWS, (m.max(1) as u64).next_power_of_two() as i64)
         };
         let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
-        let key = autotune::TuneKey::new(
-            String::new(),
-            family.clone(),
-            format!("m{row_class} n{n} k{k} g{}", spec.layout.group),
-        );
-        Ok(TensorCoreCall { family, candidates, grid: [grid_x, grid_y, 1], key })
+        let shape = format!("m{row_class} n{n} k{k} g{}", spec.layout.group);
+        Ok(TensorCoreCall { family, candidates, grid: [grid_x, grid_y, 1], shape })
     }
 
     /// The kernel of `warps` warps a block.
@@ -146,7 +142,7 @@ impl TensorCoreCall {
 
     /// The key on the device of `info`.
     fn key_on(&self, info: &CudaDeviceInfo) -> autotune::TuneKey {
-        autotune::TuneKey { device: tuning::device_key(info), ..self.key.clone() }
+        autotune::TuneKey::new(tuning::device_key(info), self.family.as_str(), self.shape.as_str())
     }
 
     fn names(&self) -> Vec<String> {
@@ -189,6 +185,14 @@ impl TensorCoreCall {
     }
 }
 
+/// Whether the call's dtype and layout suit the tensor cores (float16 or bfloat16 x, 4-bit
+/// codes in groups of whole spans); its operands must also be contiguous and 16-byte aligned.
+fn tensor_core_layout(spec: &MatmulInt4) -> bool {
+    matches!(spec.dtype, DType::Float16 | DType::Bfloat16)
+        && spec.layout.bits == 4
+        && spec.layout.group as i64 % MMA_SPAN == 0
+}
+
 /// What a dry run records for a call on the tensor cores: its autotune key (for contiguous,
 /// aligned operands) and whether the store proves its choice; `None` for other calls or where
 /// no device answers.
@@ -196,10 +200,7 @@ fn tuning(spec: &MatmulInt4, inputs: &[TensorMeta], device: Device) -> Option<(S
     let [x, packed, scales, minima] = inputs else { return None };
     let (&k, rows) = x.shape.split_last()?;
     let (m, n) = (rows.iter().product::<i64>(), *packed.shape.first()?);
-    let on_tensor_cores = matches!(spec.dtype, DType::Float16 | DType::Bfloat16)
-        && spec.layout.bits == 4
-        && spec.layout.group as i64 % MMA_SPAN == 0;
-    if !on_tensor_cores || m * n == 0 {
+    if !tensor_core_layout(spec) || m * n == 0 {
         return None;
     }
     let contiguous = |meta: &TensorMeta| crate::shape::contiguous_strides(&meta.shape).ok();
@@ -234,9 +235,7 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
     let mut args = Args::new();
     let codes_per_lane = i64::from(CODE_BYTES * 8 / bits);
     let row_bytes = k * i64::from(bits) / 8;
-    let tensor_cores = matches!(spec.dtype, DType::Float16 | DType::Bfloat16)
-        && bits == 4
-        && group % MMA_SPAN == 0
+    let tensor_cores = tensor_core_layout(spec)
         && x.is_contiguous()
         && packed.is_contiguous()
         && aligned16(&[device_ptr(x), device_ptr(packed)]);
