@@ -21,9 +21,10 @@
 //     a block computes 16·MT rows × 32 columns; its WARPS warps split the depth in spans of 128
 //     (a span lies in one group: group a multiple of 128), a lane streaming 16 bytes of codes
 //     of each of its 4 columns a span, with their scales and minima, the next DEPTH spans' in
-//     flight. Codes become exact float16/
-//     bfloat16 values in registers (a nibble under the exponent of 1024 or 128, less it) and
-//     the tensor cores sum x·code and Σx; a span adds scale·Σ x·code + minimum·Σ x. The depth
+//     flight. Codes stay under
+//     the exponent of 128 (bfloat16) or 1024 (float16), one logic op a pair of them, and the
+//     tensor cores sum x·(base + code) and Σx; a span adds scale·Σ x·(base + code) +
+//     (minimum − base·scale)·Σ x. The depth
 //     inside a span is permuted alike for x and the codes, so a lane's 16 bytes feed its own
 //     fragments. The warps' sums meet in shared memory in a fixed order. x contiguous with
 //     16-byte aligned rows, packed contiguous and 16-byte aligned. `early`: the previous op
@@ -205,18 +206,46 @@ __device__ void quant_gemm(const typename S::T* x, const Layout& x_rows, i64 x_c
         }
 }
 
+// The base the tensor-core paths put 4-bit codes under: a pair (v & 0x000F000F) | BITS is the
+// pair (VALUE + code, VALUE + code'), exact in S's 16-bit type.
+template <typename S>
+struct QuantBase;
+template <>
+struct QuantBase<BF16> {
+    static constexpr unsigned int BITS = 0x43004300u;  // the pair (128, 128)
+    static constexpr float VALUE = 128.0f;
+};
+template <>
+struct QuantBase<F16> {
+    static constexpr unsigned int BITS = 0x64006400u;  // the pair (1024, 1024)
+    static constexpr float VALUE = 1024.0f;
+};
+
+// (v & mask) | base in one instruction (the compiler splits it in two when both are constants).
+__device__ __forceinline__ unsigned int quant_and_or(unsigned int v, unsigned int mask, unsigned int base) {
+    unsigned int r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(v), "r"(mask), "r"(base));
+    return r;
+}
+
+// One float16 value (bits) as float32 (scales and minima: a NaN stays a NaN, payload aside).
+__device__ __forceinline__ float quant_f16_bits(unsigned int bits) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
+    return f;
+}
+
+// A column's scale and minimum (float16 bits, the minimum in the high half) as the float32 scale
+// and the shift that takes the base off with the minimum: minimum − base·scale.
+template <typename S>
+__device__ __forceinline__ void quant_affine(unsigned int affine, float& scale, float& shift) {
+    scale = quant_f16_bits(affine & 0xffffu);
+    shift = quant_f16_bits(affine >> 16) - QuantBase<S>::VALUE * scale;
+}
+
 // The tensor-core path. Its span: 4 lanes × 32 codes, the depth of one pass.
 #define NBX_MMA_SPAN 128
 #define NBX_MMA_TILES 4  // output tiles of 8 columns a warp (32 columns a block)
-
-// Two nibbles (bits 0-3 and 16-19 of `nibbles`) as exact 16-bit values: put under the
-// exponent where the mantissa's last bits count units (1024 + code in float16, 128 + code in
-// bfloat16), then that base taken off by one fma.
-template <typename S>
-__device__ __forceinline__ unsigned int quant_code_pair(unsigned int nibbles) {
-    constexpr unsigned int base = Mma<S>::ONES == Mma<BF16>::ONES ? 0x43004300u : 0x64006400u;
-    return Mma<S>::fma(nibbles | base, Mma<S>::ONES, base ^ 0x80008000u);
-}
 
 // One 16-bit value read through the read-only path.
 __device__ __forceinline__ unsigned int quant_load_u16(const unsigned short* p) {
@@ -285,7 +314,6 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     i64 col0 = (i64)blockIdx.x * (NT * 8), row0 = (i64)blockIdx.y * (MT * 16);
     const i64 spans = stream.spans;
-    const uint4 none = {0u, 0u, 0u, 0u};
 
     float acc[MT][NT][4];
 #pragma unroll
@@ -301,15 +329,12 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
             const i64 span = first + d * WARPS;
             if (span >= spans) break;
             uint4 codes[NT];
-            float scale[NT][2], minimum[NT][2];
+            float scale[NT][2], shift[NT][2];
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 codes[j] = stream.codes[d][j];
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    scale[j][e] = nbx_f16_to_f32((nbx_f16)(stream.affine[d][j][e] & 0xffffu));
-                    minimum[j][e] = nbx_f16_to_f32((nbx_f16)(stream.affine[d][j][e] >> 16));
-                }
+                for (int e = 0; e < 2; ++e) quant_affine<S>(stream.affine[d][j][e], scale[j][e], shift[j][e]);
             }
             stream.fetch(d, span + WARPS * DEPTH);
             // B of step 2q + h: the nibbles (v >> 8h) and (v >> 8h + 4) of the codes' word q,
@@ -324,18 +349,19 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
 #pragma unroll
                         for (int half = 0; half < 2; ++half)
                             b[j][2 * q + h][half] =
-                                quant_code_pair<S>((word_of(codes[j], q) >> (8 * h + 4 * half)) & 0x000F000Fu);
+                                quant_and_or(word_of(codes[j], q) >> (8 * h + 4 * half), 0x000F000Fu, QuantBase<S>::BITS);
 #pragma unroll
             for (int i = 0; i < MT; ++i) {
-                i64 r_low = row0 + 16 * i + g, r_high = r_low + 8;
                 if (row0 + 16 * i >= m) break;
+                // rows past x's last read the last (their sums are never stored)
+                i64 r_low = min(row0 + 16 * i + g, m - 1), r_high = min(row0 + 16 * i + g + 8, m - 1);
                 uint4 xl[4], xh[4];
                 const uint4* pl = reinterpret_cast<const uint4*>(x + r_low * k + span * NBX_MMA_SPAN + t * 32);
                 const uint4* ph = reinterpret_cast<const uint4*>(x + r_high * k + span * NBX_MMA_SPAN + t * 32);
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    xl[q] = r_low < m ? pl[q] : none;
-                    xh[q] = r_high < m ? ph[q] : none;
+                    xl[q] = pl[q];
+                    xh[q] = ph[q];
                 }
                 float dot[NT][4], xsum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -358,7 +384,7 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
                 for (int j = 0; j < NT; ++j)
 #pragma unroll
                     for (int e = 0; e < 4; ++e)
-                        acc[i][j][e] += scale[j][e & 1] * dot[j][e] + minimum[j][e & 1] * xsum[e];
+                        acc[i][j][e] = fmaf(scale[j][e & 1], dot[j][e], fmaf(shift[j][e & 1], xsum[e], acc[i][j][e]));
             }
         }
     }
@@ -403,32 +429,6 @@ __device__ void quant_mma(const typename S::T* x, i64 m, i64 k, QuantWeightStrea
 // scale and one minimum a column and span. The codes sit under the exponent of 128 (bfloat16)
 // or 1024 (float16), that base left in the sum (Σ x·(base + code) = Σ x·code + base·Σ x) and
 // taken off with the minimum: scale·Σ x·(base + code) + (minimum − base·scale)·Σ x.
-template <typename S>
-struct QuantBase;
-template <>
-struct QuantBase<BF16> {
-    static constexpr unsigned int BITS = 0x43004300u;  // the pair (128, 128)
-    static constexpr float VALUE = 128.0f;
-};
-template <>
-struct QuantBase<F16> {
-    static constexpr unsigned int BITS = 0x64006400u;  // the pair (1024, 1024)
-    static constexpr float VALUE = 1024.0f;
-};
-
-// (v & mask) | base in one instruction (the compiler splits it in two when both are constants).
-__device__ __forceinline__ unsigned int quant_and_or(unsigned int v, unsigned int mask, unsigned int base) {
-    unsigned int r;
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(v), "r"(mask), "r"(base));
-    return r;
-}
-
-// One float16 value (bits) as float32 (scales and minima: a NaN stays a NaN, payload aside).
-__device__ __forceinline__ float quant_f16_bits(unsigned int bits) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
-    return f;
-}
 
 // A warp's stream for the few-rows path: of each span, lane (g, t)'s chunk t of the codes of
 // the block's columns 8i + g, with their scales and minima (float16 bits, minimum high): the
@@ -512,8 +512,7 @@ __device__ void quant_few(const typename S::T* x, i64 m, i64 k, QuantColumnStrea
 #pragma unroll
         for (int i = 0; i < 2 * TILES; ++i) {
             codes[i] = stream.codes[i];
-            scale[i] = quant_f16_bits(stream.affine[i] & 0xffffu);
-            shift[i] = quant_f16_bits(stream.affine[i] >> 16) - QuantBase<S>::VALUE * scale[i];
+            quant_affine<S>(stream.affine[i], scale[i], shift[i]);
         }
         // the next span's codes and x in flight while this one's are summed
         stream.fetch(span + WARPS);
