@@ -241,8 +241,7 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
     args.ptr(partials).value(&sizes).ptr(device_ptr(out));
     let rows = grid_extent(op, (z.b * z.hq * z.sq) as i64, 1, i32::MAX as u32)?;
     let columns = grid_extent(op, z.dv as i64, 32, GRID_YZ)?;
-    let shared = 4 * (cut.splits as u32 + 32 * (COMBINE_THREADS / 32) + COMBINE_THREADS / 32);
-    combine.launch([rows, columns, 1], [COMBINE_THREADS, 1, 1], shared, &mut args)
+    combine.launch([rows, columns, 1], [COMBINE_THREADS, 1, 1], 0, &mut args)
 }
 
 /// The first cache the kernel cannot read: one whose columns are not unit-stride.

@@ -20,7 +20,8 @@
 //   128) with 16-byte aligned rows, up to RB (8 or 16) query rows a block (below).
 // decode_combine_<dt>(partials, DecodeSizes z, T* out)
 //   a block per (query row, 32 output columns): the splits' partials combined in a fixed order
-//   (8 warps over the splits, then the warps in order); a row with no visible key is zeros.
+//   (8 warps over the splits, each rescaling to its running max, then the warps in order); a row
+//   with no visible key is zeros.
 // kv_cache_write_<dt>(cache, src, WriteStrides ns, position, WriteSizes w)
 //   src [b, h, s, d] (any strides) into the contiguous cache [b, h, t, d] at rows position +
 //   j; a row that would fall outside 0 .. t is skipped (never written).
@@ -541,51 +542,46 @@ __device__ __forceinline__ void decode_mma(const typename S::T* __restrict__ q, 
     decode_write_partial<RB, D + 4, WARPS>(sm_m, sm_l, sm_acc, z, group, kh, batch, split, partials);
 }
 
+// Folds the partial (max m, sum l, value v) into the running (top, sum, a), both rescaled to the
+// larger max (exp2 of the partials' base-2 logits); an empty partial (m = -inf) adds nothing.
+__device__ __forceinline__ void decode_fold(float& top, float& sum, float& a, float m, float l, float v) {
+    if (m == NBX_NEG_INF) return;
+    const float next = fmaxf(top, m);
+    const float keep = top == NBX_NEG_INF ? 0.0f : exp2f(top - next), take = exp2f(m - next);
+    sum = sum * keep + l * take;
+    a = a * keep + v * take;
+    top = next;
+}
+
+// Warp w folds splits w, w + warps, … in order, reading each split's max, sum and value at once
+// (nothing waits on another split's), then warp 0 folds the warps in order: one round of reads.
 template <typename S>
 __device__ __forceinline__ void decode_combine(const float* __restrict__ partials, const DecodeSizes& z,
                                                typename S::T* __restrict__ out) {
-    extern __shared__ float smem[];
-    float* weight = smem;                                   // [splits]
-    float* part = smem + z.splits;                          // [warps][32]
-    float* red = part + NBX_COMBINE_WARPS * 32;             // [warps]
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    __shared__ float tops[NBX_COMBINE_WARPS], sums[NBX_COMBINE_WARPS], values[NBX_COMBINE_WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const i64 row = blockIdx.x;
     const int c = blockIdx.y * 32 + lane, stride = 2 + z.dv;
+    const bool column = c < z.dv;
     const float* p = partials + row * z.splits * stride;
 
-    float top = NBX_NEG_INF;
-    for (int s = tid; s < z.splits; s += NBX_COMBINE_THREADS) top = fmaxf(top, p[s * stride]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) top = fmaxf(top, __shfl_xor_sync(NBX_FULL, top, o));
-    if (lane == 0) red[warp] = top;
-    __syncthreads();
-    top = NBX_NEG_INF;
-#pragma unroll
-    for (int w = 0; w < NBX_COMBINE_WARPS; ++w) top = fmaxf(top, red[w]);
-    float sum = 0.0f;
-    for (int s = tid; s < z.splits; s += NBX_COMBINE_THREADS) {
-        float f = top == NBX_NEG_INF ? 0.0f : exp2f(p[s * stride] - top);
-        weight[s] = f;
-        sum += p[s * stride + 1] * f;
+    float top = NBX_NEG_INF, sum = 0.0f, a = 0.0f;
+#pragma unroll 4
+    for (int s = warp; s < z.splits; s += NBX_COMBINE_WARPS) {
+        const float* q = p + (i64)s * stride;
+        decode_fold(top, sum, a, q[0], q[1], column ? q[2 + c] : 0.0f);
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(NBX_FULL, sum, o);
-    __syncthreads();  // every warp has read red[] before it is reused
-    if (lane == 0) red[warp] = sum;
+    if (lane == 0) {
+        tops[warp] = top;
+        sums[warp] = sum;
+    }
+    values[warp][lane] = a;
     __syncthreads();
-    float total = 0.0f;
+    if (warp == 0) {
+        top = NBX_NEG_INF, sum = 0.0f, a = 0.0f;
 #pragma unroll
-    for (int w = 0; w < NBX_COMBINE_WARPS; ++w) total += red[w];
-    float a = 0.0f;
-    if (c < z.dv)
-        for (int s = warp; s < z.splits; s += NBX_COMBINE_WARPS) a += p[s * stride + 2 + c] * weight[s];
-    part[warp * 32 + lane] = a;
-    __syncthreads();
-    if (warp == 0 && c < z.dv) {
-        float v = 0.0f;
-#pragma unroll
-        for (int w = 0; w < NBX_COMBINE_WARPS; ++w) v += part[w * 32 + lane];
-        out[row * z.dv + c] = S::store(total > 0.0f ? v / total : 0.0f);
+        for (int w = 0; w < NBX_COMBINE_WARPS; ++w) decode_fold(top, sum, a, tops[w], sums[w], values[w][lane]);
+        if (column) out[row * z.dv + c] = S::store(sum > 0.0f ? a / sum : 0.0f);
     }
 }
 
