@@ -7,7 +7,9 @@ tensors far larger than L2 (their bytes read + written over time, against the de
 copy bandwidth measured in the same run); the per-kernel host cost of a chain of 1000 small
 kernels, eager against CUDA-graph replay (and torch's eager neg as a peer); decode attention
 (one query, 32 query heads over 8 cache heads, d 128, bf16) over caches of 1K to 128K rows against
-torch's default scaled_dot_product_attention and each of its backends that takes the case; and
+torch's default scaled_dot_product_attention and each of its backends that takes the case, called
+eagerly, then as a decoder runs it: a chain of calls over caches together past L2, nbxtensor's
+program replay against torch's CUDA graph; and
 (``--only gemv``) bf16 ``linear`` of 1 and 4 rows at a Llama-3-8B decode step's shapes, a chain of
 products over weights together past L2, nbxtensor's program replay against torch's CUDA graph; and
 (``--only int4``) ``matmul_int4`` of 1, 16 and 64 bf16 rows at the int4 issue's three shapes, a
@@ -338,15 +340,20 @@ def int4_rows(repeats, copy_bw, rows_of_x=(1, 16, 64)):
     return rows
 
 
+# the decode attention measured: batch, query heads, cache heads, head dim; and the cache lengths
+DECODE_SHAPE = (1, 32, 8, 128)
+DECODE_LENGTHS = (1024, 8192, 32768, 131072)
+
+
 def decode_rows(repeats, copy_bw):
     """Decode attention, b1 hq32 hk8 d128 bf16, one query over caches of T rows: (name, our
     seconds, torch default seconds, note with the cache bytes' bandwidth and torch's backends)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     F = torch.nn.functional
-    b, hq, hk, d = 1, 32, 8, 128
+    b, hq, hk, d = DECODE_SHAPE
     rows = []
-    for t in (1024, 8192, 32768, 131072):
+    for t in DECODE_LENGTHS:
         k = torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16)
         v = torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16)
         q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
@@ -379,6 +386,42 @@ def decode_rows(repeats, copy_bw):
     return rows
 
 
+def decode_graph_rows(repeats, copy_bw):
+    """Decode attention as a decoder runs it: the shapes of ``decode_rows``, a chain of calls over
+    distinct caches (together past L2, so each is read from memory) captured once and replayed,
+    time per call; against torch's default ``scaled_dot_product_attention`` over the same caches
+    in a CUDA graph. The note gives the cache bytes' bandwidth against the copy's."""
+    F = torch.nn.functional
+    b, hq, hk, d = DECODE_SHAPE
+    rows = []
+    for t in DECODE_LENGTHS:
+        moved = 2 * b * hk * t * d * 2 + 2 * b * hq * d * 2
+        count = max(4, -(-(512 << 20) // moved))
+        caches = [(torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16),
+                   torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16)) for _ in range(count)]
+        ours_caches = [(nbx.from_dlpack(k), nbx.from_dlpack(v)) for k, v in caches]
+        q = torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+        tq = nbx.from_dlpack(q)
+        length = nbx.from_dlpack(torch.tensor(t, dtype=torch.int32, device="cuda"))
+
+        def model(query):
+            return [ops.decode_attention(query, k, v, length) for k, v in ours_caches]
+
+        replay = program.trace(model, tq).executable().capture(tq)
+        got = [torch.from_dlpack(o).float() for o in replay.run(tq)]
+        err = max((g - F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True)).abs().max().item()
+                  for g, (k, v) in zip(got[:2], caches[:2]))
+        graph = torch_graph_of(lambda: [F.scaled_dot_product_attention(q, k, v, enable_gqa=True) for k, v in caches])
+        mine = timed(lambda: replay.run(tq), ours_sync, repeats, 5) / count
+        theirs = timed(graph.replay, torch_sync, repeats, 5) / count
+        note = (f"{moved / mine / 1e12:.2f} TB/s = {moved / mine / copy_bw:.0%} of copy (torch "
+                f"{moved / theirs / copy_bw:.0%}); {count} caches a graph; max |err| {err:.1e}")
+        rows.append((f"decode T={t // 1024}K graph", mine, theirs, note))
+        del caches, ours_caches, replay, graph
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
@@ -398,7 +441,7 @@ def main():
             print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
         return
     if args.only == "decode":
-        for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
+        for name, mine, theirs, note in decode_rows(args.repeats, copy_bw) + decode_graph_rows(args.repeats, copy_bw):
             print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
         return
     rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
@@ -407,7 +450,7 @@ def main():
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
             continue
         print(f"{name:<30}{mine * 1e3:>10.3f}ms{theirs * 1e3:>10.3f}ms{theirs / mine:>7.2f}x  {note}")
-    for name, mine, theirs, note in decode_rows(args.repeats, copy_bw):
+    for name, mine, theirs, note in decode_rows(args.repeats, copy_bw) + decode_graph_rows(args.repeats, copy_bw):
         print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
     for name, host, host_busy, wall in launch_rows(args.repeats):
         print(f"{name:<30} host {host * 1e6:.2f} us, host with the GPU busy {host_busy * 1e6:.2f} us, wall {wall * 1e6:.2f} us")
