@@ -118,6 +118,38 @@ fn decode_attention_matches_float64_over_ragged_lengths_and_grouped_heads() {
 }
 
 #[test]
+fn cache_rows_past_the_length_never_reach_the_result() {
+    let Some(gpu) = gpu("cache_rows_past_the_length_never_reach_the_result") else { return };
+    let mut draw = Draw::new(133);
+    // the rows a decoder has not written yet may hold anything: NaN and infinities there must
+    // neither score nor weigh (the kernels read whole tiles of a split, past the length too)
+    let (b, hq, hk, t) = (1usize, 8usize, 2usize, 300usize);
+    for dtype in FLOATS {
+        for d in [64usize, 128] {
+            for len in [1usize, 37, 64, 200, 299] {
+                let shape = [b as i64, hk as i64, t as i64, d as i64];
+                let stale = |mut rows: Vec<f64>| {
+                    for (i, value) in rows.iter_mut().enumerate() {
+                        if (i / d) % t >= len {
+                            *value = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][i % 3];
+                        }
+                    }
+                    rows
+                };
+                let q = host(&draw.uniform(b * hq * d, -1.0, 1.0), &[b as i64, hq as i64, 1, d as i64], dtype);
+                let k = host(&stale(draw.uniform(b * hk * t * d, -1.0, 1.0)), &shape, dtype);
+                let v = host(&stale(draw.uniform(b * hk * t * d, -1.0, 1.0)), &shape, dtype);
+                let length = index(&[len as i64], &[], DType::Int32, gpu);
+                let (qg, kg, vg) = (q.to(gpu).unwrap(), k.to(gpu).unwrap(), v.to(gpu).unwrap());
+                let out = ops::call("decode_attention", &attrs(true), &[&qg, &kg, &vg, &length]).unwrap().remove(0);
+                let what = format!("decode_attention {dtype} d{d} T{t}, length {len}, stale rows past it");
+                assert_close(&what, &values(&out), &reference(&q, &k, &v, &[len], true), tolerance(dtype));
+            }
+        }
+    }
+}
+
+#[test]
 fn caches_whose_rows_are_not_16_byte_aligned_take_the_element_kernel_over_the_same_splits() {
     let Some(gpu) = gpu("caches_whose_rows_are_not_16_byte_aligned_take_the_element_kernel_over_the_same_splits")
     else {
