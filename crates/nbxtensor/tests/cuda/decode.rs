@@ -122,7 +122,7 @@ fn cache_rows_past_the_length_never_reach_the_result() {
     let Some(gpu) = gpu("cache_rows_past_the_length_never_reach_the_result") else { return };
     let mut draw = Draw::new(133);
     // the rows a decoder has not written yet may hold anything: NaN and infinities there must
-    // neither score nor weigh (the kernels read whole tiles of a split, past the length too)
+    // neither score nor weigh, also in the tile or split that holds the length's last row
     let (b, hq, hk, t) = (1usize, 8usize, 2usize, 300usize);
     for dtype in FLOATS {
         for d in [64usize, 128] {
