@@ -1,7 +1,11 @@
 """The first call of each op on a CUDA device, in a fresh process with an empty kernel cache.
 
-Each (library, op) runs in a process of its own, started with ``XDG_CACHE_HOME`` pointing at an
-empty folder, so neither nbxtensor's compiled-kernel cache nor its proven settings carry over.
+Each (library, op) runs in a process of its own, started with ``XDG_CACHE_HOME`` and
+``CUDA_CACHE_PATH`` pointing at an empty folder, so neither nbxtensor's compiled-kernel cache, its
+proven settings, nor the driver's cache of code it compiled from PTX (where cuDNN's generated
+attention kernels land) carry over. Before the table one process per library runs the ops that
+load the big libraries (cuBLASLt, cuDNN), so that no row pays for reading them from disk into
+the page cache (``--no-warm-up`` skips it).
 A process imports its library, puts its inputs on the GPU (which creates the device's context:
 ``setup``), then times the op's first call and a second call, each to a device synchronisation.
 torch is the peer, in processes of its own (it ships compiled kernels; it is never imported by
@@ -21,6 +25,8 @@ import sys
 import tempfile
 import time
 
+# the ops whose first call loads a large library, run once per library before the table
+WARM_UP = {"nbxtensor": ["matmul", "sdpa"], "torch": ["matmul", "sdpa", "sdpa_cudnn"]}
 OPS = ["add", "gelu", "cast", "sum", "argmax", "softmax", "rms_norm", "layer_norm", "rope",
        "matmul", "linear_row", "sdpa", "decode_attention", "cumulative_sum", "sort"]
 
@@ -110,9 +116,18 @@ def torch_case(op):
     if op == "linear_row":
         row, weight = put(1, 4096, dtype=bf), put(4096, 4096, dtype=bf)
         return lambda: F.linear(row, weight)
-    if op == "sdpa":
+    if op in ("sdpa", "sdpa_cudnn"):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
         q = put(1, 8, 256, 64, dtype=bf)
-        return lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        if op == "sdpa":
+            return lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+        return cudnn
     if op == "decode_attention":
         q, cache = put(1, 32, 1, 128, dtype=bf), put(1, 8, 1024, 128, dtype=bf)
         return lambda: F.scaled_dot_product_attention(q, cache, cache, enable_gqa=True)
@@ -133,6 +148,12 @@ def child(library, op):
         sync = torch.cuda.synchronize
         make = torch_case
     imported = time.perf_counter()
+    if op == "warm-up":
+        for each in WARM_UP[library]:
+            make(each)()
+        sync()
+        print(json.dumps({}))
+        return
     fn = make(op)
     sync()
     ready = time.perf_counter()
@@ -147,7 +168,7 @@ def child(library, op):
 
 
 def run(library, op, cache):
-    env = dict(os.environ, XDG_CACHE_HOME=cache)
+    env = dict(os.environ, XDG_CACHE_HOME=cache, CUDA_CACHE_PATH=os.path.join(cache, "cuda-jit"))
     out = subprocess.run([sys.executable, __file__, "--child", library, op], env=env, capture_output=True,
                          text=True, timeout=600)
     if out.returncode != 0:
@@ -164,6 +185,8 @@ def main():
     parser.add_argument("--libraries", default="nbxtensor,torch")
     parser.add_argument("--nvrtc-cache", action="store_true",
                         help="also time nbxtensor a second time over the cache its first process filled")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="time the first processes with the libraries' files perhaps not yet in the page cache")
     parser.add_argument("--child", nargs=2, metavar=("LIBRARY", "OP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -172,16 +195,27 @@ def main():
     from nbxtensor.backend import runtime  # what this build carries
 
     print(f"nbxtensor ships machine code for: {', '.join(runtime.shipped_kernels()) or 'none'}")
+    libraries = args.libraries.split(",")
+    if not args.no_warm_up:
+        for library in libraries:
+            with tempfile.TemporaryDirectory() as cache:
+                r = run(library, "warm-up", cache)
+            if "error" in r:
+                print(f"warm-up of {library} failed: {r['error']}")
     print("| op | library | import s | setup s | first call s | second call s | kernels compiled |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for op in args.ops.split(","):
-        for library in args.libraries.split(","):
+        # torch's sdpa twice: its default backend, and its cuDNN backend (what nbxtensor runs)
+        cases = [(library, op) for library in libraries]
+        if op == "sdpa" and "torch" in libraries:
+            cases.append(("torch", "sdpa_cudnn"))
+        for library, case in cases:
             with tempfile.TemporaryDirectory() as cache:
-                passes = [run(library, op, cache)]
+                passes = [run(library, case, cache)]
                 if library == "nbxtensor" and args.nvrtc_cache:
-                    passes.append(run(library, op, cache))
+                    passes.append(run(library, case, cache))
             for n, r in enumerate(passes):
-                name = library + (" (cache filled)" if n else "")
+                name = library + (" (cache filled)" if n else "") + (" (its cuDNN backend)" if case == "sdpa_cudnn" else "")
                 if "error" in r:
                     print(f"| {op} | {name} | error: {r['error']} | | | | |")
                     continue
