@@ -412,8 +412,8 @@ def decode_graph_rows(repeats, copy_bw):
 
         replay = program.trace(model, tq).executable().capture(tq)
         got = torch.from_dlpack(replay.run(tq)[0]).float()
-        k, v = caches[-1]
-        err = (got - F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True)).abs().max().item()
+        err = (got - F.scaled_dot_product_attention(q.float(), caches[-1][0].float(), caches[-1][1].float(),
+                                                    enable_gqa=True)).abs().max().item()
         graph = torch_graph_of(lambda: [F.scaled_dot_product_attention(q, k, v, enable_gqa=True) for k, v in caches])
         mine = timed(lambda: replay.run(tq), ours_sync, repeats, 5) / count
         theirs = timed(graph.replay, torch_sync, repeats, 5) / count
