@@ -210,12 +210,13 @@ def main():
         if op == "sdpa" and "torch" in libraries:
             cases.append(("torch", "sdpa_cudnn"))
         for library, case in cases:
+            backend = " (its cuDNN backend)" if case == "sdpa_cudnn" else ""
             with tempfile.TemporaryDirectory() as cache:
                 passes = [run(library, case, cache)]
                 if library == "nbxtensor" and args.nvrtc_cache:
                     passes.append(run(library, case, cache))
             for n, r in enumerate(passes):
-                name = library + (" (cache filled)" if n else "") + (" (its cuDNN backend)" if case == "sdpa_cudnn" else "")
+                name = library + backend + (" (cache filled)" if n else "")
                 if "error" in r:
                     print(f"| {op} | {name} | error: {r['error']} | | | | |")
                     continue

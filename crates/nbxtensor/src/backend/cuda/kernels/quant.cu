@@ -24,8 +24,9 @@
 //     flight. Codes stay under the exponent of 128 (bfloat16) or 1024 (float16), one logic op
 //     a pair of them, and the tensor cores sum x·(base + code) and Σx; a span adds
 //     scale·Σ x·(base + code) + (minimum − base·scale)·Σ x. The depth inside a span is
-//     permuted alike for x and the codes, so a lane's 16 bytes feed its own fragments. The warps' sums meet in shared memory in a fixed order. x contiguous with
-//     16-byte aligned rows, packed contiguous and 16-byte aligned. `early`: the previous op
+//     permuted alike for x and the codes, so a lane's 16 bytes feed its own fragments. The
+//     warps' sums meet in shared memory in a fixed order. x contiguous with 16-byte aligned
+//     rows, packed contiguous and 16-byte aligned. `early`: the previous op
 //     cannot have written the codes, so the first span's are read before the inputs are awaited.
 //   quant_few_<dt>_r<ROWS>_w<WARPS>(the arguments of quant_mma)
 //     float16 and bfloat16 x, 4-bit codes, up to 16 rows, on the tensor cores with the roles
