@@ -11,7 +11,7 @@
 //! `<target>/nbx-cuda-kernels/` under its whole key, so a rebuild compiles only what changed.
 
 use super::cuda_sources::{compose, SourceParts, PRELUDE_FILE, SOURCES};
-use super::kernel_files::{cache_key, fnv1a, program_text, read_cache, write_cache, OPTIONS};
+use super::kernel_files::{architecture_option, cache_key, fnv1a, program_text, read_cache, write_cache, OPTIONS};
 use super::libraries::search_folders;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::fmt::Write as _;
@@ -142,7 +142,7 @@ impl Nvrtc {
         let text = CString::new(program).expect("no nul in a kernel source");
         let c_name = CString::new(name).expect("no nul in a source name");
         let mut options: Vec<CString> = OPTIONS.iter().map(|o| CString::new(*o).expect("no nul in options")).collect();
-        options.push(CString::new(format!("--gpu-architecture={arch}")).expect("no nul in an architecture"));
+        options.push(CString::new(architecture_option(arch)).expect("no nul in an architecture"));
         let pointers: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: every pointer is valid for the call; the program is destroyed below.

@@ -71,7 +71,8 @@ fn products_match_the_dequantized_weight_and_the_cpu() {
     // (tiled); float16 and bfloat16 on the tensor cores: blocks of 8 rows up to 8 rows, of 16 up
     // to 16 (16 warps a block where the blocks are few, 8 where 12000 columns make them many),
     // 64-row tiles past, the depth split among the warps unevenly (37 spans), columns past a
-    // block's 32
+    // block's 32; on Hopper 64 × 128 warpgroup blocks past 16 rows, the depth cut into parts
+    // (unevenly at 37 and 9 spans), columns past a block's 128
     let cases = [
         (1, 12000, group),
         (12, 12000, 2 * group),
@@ -84,6 +85,8 @@ fn products_match_the_dequantized_weight_and_the_cpu() {
         (9, 72, 37 * group),
         (64, 40, 16 * group),
         (130, 33, 5 * group),
+        (64, 300, 32 * group),
+        (200, 129, 9 * group),
     ];
     for (rows, n, k) in cases {
         let [packed, scales, minima] = packed_weight(&mut draw, n, k);
@@ -189,8 +192,11 @@ fn the_tensor_core_kernels_are_tuned_once_and_every_choice_matches() {
     let [packed, scales, minima] = packed_weight(&mut draw, n, k);
     let w = decoded(&packed, &scales, &minima, k);
     let weights: Vec<Tensor> = [&packed, &scales, &minima].iter().map(|t| t.to(device).unwrap()).collect();
+    // on Hopper more than 16 rows take the warpgroup kernel, elsewhere the many-rows one
+    let arch = nbxtensor::backend::cuda::memory::driver().unwrap().devices[0].arch();
+    let many = if arch == "sm_90" { "quant_wg_bf16_s4" } else { "quant_mma_bf16_m4" };
     let mut calls = Vec::new();
-    for (rows, kernel) in [(45, "quant_mma_bf16_m4"), (12, "quant_few_bf16_r16")] {
+    for (rows, kernel) in [(45, many), (12, "quant_few_bf16_r16")] {
         let x = host(&draw.uniform(rows * k, -1.0, 1.0), &[rows as i64, k as i64], DType::Bfloat16);
         calls.push((x.to(device).unwrap(), x, kernel));
     }

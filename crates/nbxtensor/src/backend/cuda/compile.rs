@@ -5,7 +5,7 @@
 //! the compiler's version. A cached file holds its whole key and is used only when the key matches
 //! byte for byte; an unreadable or stale file is compiled again and rewritten.
 
-use super::kernel_files::{cache_key, fnv1a, program_text, read_cache, write_cache, OPTIONS};
+use super::kernel_files::{architecture_option, cache_key, fnv1a, program_text, read_cache, write_cache, OPTIONS};
 use super::memory::{preload, require_symbols, CudaLibrary};
 use super::source::{KernelSource, PRELUDE};
 use crate::kernel::KernelError;
@@ -119,7 +119,7 @@ pub fn compile(source: &KernelSource, arch: &str) -> Result<Vec<u8>, KernelError
         .map_err(|_| device_error(format!("{}: the source holds a nul byte", source.name)))?;
     let name = CString::new(source.name).map_err(|_| device_error("a source name holds a nul byte".into()))?;
     let mut options: Vec<CString> = OPTIONS.iter().map(|o| CString::new(*o).expect("no nul in options")).collect();
-    options.push(CString::new(format!("--gpu-architecture={arch}")).map_err(|_| device_error("bad arch".into()))?);
+    options.push(CString::new(architecture_option(arch)).map_err(|_| device_error("bad arch".into()))?);
     let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let mut program: sys::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: every pointer is valid for the call; the program is destroyed below.

@@ -8,6 +8,17 @@ use std::path::Path;
 /// The options every kernel is compiled with (besides the architecture).
 pub const OPTIONS: &[&str] = &["--std=c++17", "-default-device"];
 
+/// The architectures compiled with their architecture-specific features (`sm_90` as `sm_90a`:
+/// Hopper's warpgroup products). Such machine code runs on that compute capability only, as the
+/// machine code of every source is compiled for, and kept under, the device's exact architecture.
+pub const ARCH_SPECIFIC: &[&str] = &["sm_90"];
+
+/// NVRTC's architecture option for `arch` (`"sm_90"` → `--gpu-architecture=sm_90a`).
+pub fn architecture_option(arch: &str) -> String {
+    let suffix = if ARCH_SPECIFIC.contains(&arch) { "a" } else { "" };
+    format!("--gpu-architecture={arch}{suffix}")
+}
+
 /// What NVRTC compiles for a source: the prelude, then the source under its own name.
 pub fn program_text(prelude: &str, name: &str, text: &str) -> String {
     format!("{prelude}\n#line 1 \"{name}\"\n{text}")
@@ -16,10 +27,11 @@ pub fn program_text(prelude: &str, name: &str, text: &str) -> String {
 /// The key machine code is kept under: everything it depends on, the compiler's version first.
 pub fn cache_key(version: (i32, i32), arch: &str, name: &str, prelude: &str, text: &str) -> String {
     format!(
-        "nvrtc {}.{}\narch {arch}\noptions {}\nsource {name}\n{prelude}\n{text}",
+        "nvrtc {}.{}\narch {arch}\noptions {} {}\nsource {name}\n{prelude}\n{text}",
         version.0,
         version.1,
-        OPTIONS.join(" ")
+        OPTIONS.join(" "),
+        architecture_option(arch)
     )
 }
 

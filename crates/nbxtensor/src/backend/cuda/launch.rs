@@ -265,6 +265,20 @@ impl CudaFunction {
         shared_bytes: u32,
         args: &mut Args,
     ) -> Result<(), KernelError> {
+        self.launch_in_clusters(grid, block, shared_bytes, None, args)
+    }
+
+    /// As [`CudaFunction::launch`], the blocks in thread-block clusters of `cluster` blocks
+    /// (each dimension dividing the grid's; compute capability 9.0 on), whose shared memories
+    /// the kernel may reach; `None`: no clusters.
+    pub fn launch_in_clusters(
+        &self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        cluster: Option<[u32; 3]>,
+        args: &mut Args,
+    ) -> Result<(), KernelError> {
         self.context.bind().map_err(KernelError::Device)?;
         if grid.contains(&0) {
             return Ok(()); // nothing to do: an empty tensor
@@ -272,11 +286,29 @@ impl CudaFunction {
         let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
         args.pointers(&mut pointers)?;
         let overlapped = overlapped_launches() && self.context.info().compute_capability >= PROGRAMMATIC_LAUNCH_SINCE;
-        let mut attribute = sys::CUlaunchAttribute {
-            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-            pad: [0; 4],
-            value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
-        };
+        let mut attributes = Vec::with_capacity(2);
+        if overlapped {
+            attributes.push(sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
+            });
+        }
+        if let Some([x, y, z]) = cluster {
+            if grid[0] % x != 0 || grid[1] % y != 0 || grid[2] % z != 0 {
+                return Err(KernelError::Invalid(format!(
+                    "a cluster of {x} × {y} × {z} blocks does not divide the grid {} × {} × {}",
+                    grid[0], grid[1], grid[2]
+                )));
+            }
+            attributes.push(sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue {
+                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
+                },
+            });
+        }
         let config = sys::CUlaunchConfig {
             gridDimX: grid[0],
             gridDimY: grid[1],
@@ -286,8 +318,8 @@ impl CudaFunction {
             blockDimZ: block[2],
             sharedMemBytes: shared_bytes,
             hStream: self.context.stream(),
-            attrs: &mut attribute,
-            numAttrs: u32::from(overlapped),
+            attrs: attributes.as_mut_ptr(),
+            numAttrs: attributes.len() as u32,
         };
         // SAFETY: the function was loaded in this context; the parameters match the kernel's
         // signature (each family's contract) and live, like the configuration, until

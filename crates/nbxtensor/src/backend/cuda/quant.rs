@@ -7,7 +7,10 @@
 //! on the tensor cores at any row count: the codes stream into registers, become exact 16-bit
 //! values there and meet x in `mma` instructions (up to 16 rows as the product's A operand, so
 //! that no product is spent on rows x does not have; more rows in 64-row blocks), with the
-//! warps a block the autotune measured best for the device and shape class. float32 x of
+//! warps a block the autotune measured best for the device and shape class. On Hopper (sm_90)
+//! more than 16 rows run on the warpgroup products instead (`quant_wg_…`: 64 × 128 output blocks,
+//! the depth cut into 1 to 8 parts folded inside a thread-block cluster, the autotune choosing the
+//! parts). float32 x of
 //! up to [`GEMV_ROWS`] rows reads the codes into registers, 16 bytes per lane, and dequantizes
 //! them for float32 products; other rows and layouts run a tiled product that dequantizes tiles
 //! of W into shared memory. None needs workspace (the spec declares none; the CPU's launch
@@ -67,6 +70,38 @@ const MMA_ROWS: i64 = 64;
 /// an H100, docs/BENCHMARKS.md, eleventh session).
 const MMA_DEPTH: u32 = 1;
 
+/// The architecture whose machine code holds the warpgroup kernels (`quant_wg_…`, compiled for
+/// sm_90a only: `kernel_files::ARCH_SPECIFIC`).
+const WARPGROUP_ARCH: &str = "sm_90";
+/// Rows × columns of a warpgroup block, and its threads (a warpgroup and a loading warp).
+const WG_ROWS: i64 = 64;
+const WG_COLUMNS: i64 = 128;
+const WG_THREADS: u32 = 160;
+/// Spans in flight in a warpgroup block's ring (`NBX_QUANT_WG` instantiates it).
+const WG_STAGES: u32 = 4;
+/// The parts a warpgroup call may cut the depth into (one cluster of that many blocks; 8 is the
+/// most a portable cluster holds).
+const WG_PARTS: &[u32] = &[1, 2, 4, 8];
+
+/// The dynamic shared memory of a warpgroup block of `stages` (quant.cu's `WG_SHARED`, which
+/// the kernel checks it was given): 1 KiB of alignment; the ring of x (16 KiB a span), codes
+/// (8 KiB) and scales (512 bytes); two 34 KiB B buffers; two spans' scales and shifts; the ring's
+/// two barriers a slot.
+const fn wg_shared(stages: u32) -> u32 {
+    1024 + stages * (16384 + 8192 + 512) + 2 * 2 * 17408 + 2 * 128 * 8 + 2 * stages * 8
+}
+
+/// The parts of a warpgroup call where the autotune can neither measure nor find a choice: the
+/// most (up to 8, no more than the spans) that keeps the blocks within one a multiprocessor.
+fn wg_parts(blocks: i64, spans: i64, multiprocessors: u32) -> u32 {
+    WG_PARTS
+        .iter()
+        .copied()
+        .filter(|&c| i64::from(c) <= spans.max(1) && blocks * i64::from(c) <= i64::from(multiprocessors))
+        .max()
+        .unwrap_or(1)
+}
+
 /// The warps of a many-rows tensor-core block where the autotune can neither measure nor find
 /// a choice, for `blocks` blocks on a device of `multiprocessors`: a block of 4 warps holds 255
 /// registers a thread (two blocks a multiprocessor); where the blocks are fewer than two a
@@ -101,42 +136,79 @@ fn invalid(message: String) -> KernelError {
     KernelError::Invalid(message)
 }
 
-/// A call on the tensor cores: its kernel (the few-rows one in blocks of 8 or 16 rows, or the
-/// many-rows one in blocks of 64) and grid. Its warps a block are the autotune's choice for the
-/// device and shape class ([`TensorCoreCall::warps`]).
+/// The tensor-core kernels: which serves a call of `m` rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    /// `quant_few_…`: up to 16 rows, blocks of 8 or 16; the choice is its warps.
+    Few,
+    /// `quant_mma_…`: more rows, blocks of 64 × 32; the choice is its warps.
+    Many,
+    /// `quant_wg_…` (Hopper): more rows, blocks of 64 × 128; the choice is the depth's parts.
+    Warpgroup,
+}
+
+impl Path {
+    /// The path of `m` rows on a device of architecture `arch`; `offsets_fit`: the scales' and
+    /// minima's offsets fit the few-rows kernel's 32 bits.
+    fn of(m: i64, offsets_fit: bool, arch: &str) -> Path {
+        if m <= FEW_ROWS && offsets_fit {
+            Path::Few
+        } else if arch == WARPGROUP_ARCH {
+            Path::Warpgroup
+        } else {
+            Path::Many
+        }
+    }
+}
+
+/// A call on the tensor cores: its kernel family and grid. Its choice (the warps a block, or
+/// the parts of the depth) is the autotune's for the device and shape class
+/// ([`TensorCoreCall::choice`]).
 struct TensorCoreCall {
-    /// The kernel's name up to its warps (`quant_few_bf16_r16`, `quant_mma_bf16_m4`).
+    path: Path,
+    /// The kernel's name up to its choice (`quant_few_bf16_r16`, `quant_mma_bf16_m4`,
+    /// `quant_wg_bf16_s4`).
     family: String,
-    /// The warp counts it is instantiated for.
-    candidates: &'static [u32],
+    /// The choices it has: warps, or parts of the depth.
+    candidates: Vec<u32>,
+    /// The grid of one part (the parts multiply its z).
     grid: [u32; 3],
-    /// Its shape class: of the many-rows kernel the rows are rounded up to a power of two (one
-    /// choice for the whole class), of the few-rows one to its block rows.
+    /// Spans of the depth (`k / MMA_SPAN`).
+    spans: i64,
+    /// Its shape class: the rows of the many-rows and warpgroup kernels rounded up to a power
+    /// of two (one choice for the whole class), of the few-rows one to its block rows.
     shape: String,
 }
 
 impl TensorCoreCall {
-    /// The call of `m` rows × `n` columns × `k` depth; `few`: the few-rows kernel serves it.
-    fn new(spec: &MatmulInt4, few: bool, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
+    /// The call of `m` rows × `n` columns × `k` depth on `path`.
+    fn new(spec: &MatmulInt4, path: Path, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
         let dt = spec.dtype.launch_key();
-        let grid_x = grid_extent("matmul_int4", n, MMA_COLUMNS, i32::MAX as u32)?;
-        let (family, candidates, rows, row_class) = if few {
-            let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
-            (format!("quant_few_{dt}_r{rows}"), FEW_WARPS, rows, rows)
-        } else {
-            (format!("quant_mma_{dt}_m4"), MMA_WARPS, MMA_ROWS, (m.max(1) as u64).next_power_of_two() as i64)
+        let spans = k / MMA_SPAN;
+        let row_class = (m.max(1) as u64).next_power_of_two() as i64;
+        let (family, candidates, rows, columns, row_class) = match path {
+            Path::Few => {
+                let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
+                (format!("quant_few_{dt}_r{rows}"), FEW_WARPS.to_vec(), rows, MMA_COLUMNS, rows)
+            }
+            Path::Many => (format!("quant_mma_{dt}_m4"), MMA_WARPS.to_vec(), MMA_ROWS, MMA_COLUMNS, row_class),
+            Path::Warpgroup => {
+                let parts = WG_PARTS.iter().copied().filter(|&c| i64::from(c) <= spans.max(1)).collect();
+                (format!("quant_wg_{dt}_s{WG_STAGES}"), parts, WG_ROWS, WG_COLUMNS, row_class)
+            }
         };
+        let grid_x = grid_extent("matmul_int4", n, columns, i32::MAX as u32)?;
         let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
         let shape = format!("m{row_class} n{n} k{k} g{}", spec.layout.group);
-        Ok(TensorCoreCall { family, candidates, grid: [grid_x, grid_y, 1], shape })
+        Ok(TensorCoreCall { path, family, candidates, grid: [grid_x, grid_y, 1], spans, shape })
     }
 
-    /// The kernel of `warps` warps a block.
-    fn kernel(&self, warps: u32) -> String {
-        if self.family.starts_with("quant_mma") {
-            format!("{}_w{warps}_d{MMA_DEPTH}", self.family)
-        } else {
-            format!("{}_w{warps}", self.family)
+    /// The kernel of a choice.
+    fn kernel(&self, choice: u32) -> String {
+        match self.path {
+            Path::Many => format!("{}_w{choice}_d{MMA_DEPTH}", self.family),
+            Path::Few => format!("{}_w{choice}", self.family),
+            Path::Warpgroup => self.family.clone(),
         }
     }
 
@@ -145,25 +217,34 @@ impl TensorCoreCall {
         autotune::TuneKey::new(tuning::device_key(info), self.family.as_str(), self.shape.as_str())
     }
 
-    fn names(&self) -> Vec<String> {
-        self.candidates.iter().map(|w| format!("w{w}")).collect()
-    }
-
-    /// The warps where nothing can be measured (a launch recorded into a graph) and the store
-    /// proves nothing: the count measured best on an H100 for the grid's blocks.
-    fn fallback(&self, multiprocessors: u32) -> u32 {
-        let blocks = i64::from(self.grid[0]) * i64::from(self.grid[1]);
-        if self.family.starts_with("quant_mma") {
-            mma_warps(blocks, multiprocessors)
+    /// What a choice's name starts with: `w` for warps, `c` for the parts (a cluster's blocks).
+    fn prefix(&self) -> char {
+        if self.path == Path::Warpgroup {
+            'c'
         } else {
-            few_warps(blocks, multiprocessors)
+            'w'
         }
     }
 
-    /// The warps a block: proven in the autotune store for this device and shape class, or
-    /// measured now (each candidate launched by `launch`) and kept there; while the stream
-    /// records a graph, a proven choice or [`TensorCoreCall::fallback`].
-    fn warps(&self, context: &CudaContext, mut launch: impl FnMut(u32) -> Result<()>) -> Result<u32> {
+    fn names(&self) -> Vec<String> {
+        self.candidates.iter().map(|c| format!("{}{c}", self.prefix())).collect()
+    }
+
+    /// The choice where nothing can be measured (a launch recorded into a graph) and the store
+    /// proves nothing: the one measured best on an H100 for the grid's blocks.
+    fn fallback(&self, multiprocessors: u32) -> u32 {
+        let blocks = i64::from(self.grid[0]) * i64::from(self.grid[1]);
+        match self.path {
+            Path::Many => mma_warps(blocks, multiprocessors),
+            Path::Few => few_warps(blocks, multiprocessors),
+            Path::Warpgroup => wg_parts(blocks, self.spans, multiprocessors),
+        }
+    }
+
+    /// The choice: proven in the autotune store for this device and shape class, or measured
+    /// now (each candidate launched by `launch`) and kept there; while the stream records a
+    /// graph, a proven choice or [`TensorCoreCall::fallback`].
+    fn choice(&self, context: &CudaContext, mut launch: impl FnMut(u32) -> Result<()>) -> Result<u32> {
         let info = context.info();
         let names = self.names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -176,12 +257,31 @@ impl TensorCoreCall {
         }
     }
 
-    /// The warps a candidate's name (`w8`) stands for.
+    /// The choice a candidate's name (`w8`, `c4`) stands for.
     fn parse(&self, name: &str) -> std::result::Result<u32, String> {
-        name.strip_prefix('w')
-            .and_then(|w| w.parse().ok())
-            .filter(|w| self.candidates.contains(w))
+        name.strip_prefix(self.prefix())
+            .and_then(|c| c.parse().ok())
+            .filter(|c| self.candidates.contains(c))
             .ok_or_else(|| format!("matmul_int4: {name} is not one of the candidates of {}", self.family))
+    }
+
+    /// Launches the call with `choice` (warps, or parts of the depth).
+    fn launch(&self, device: Device, choice: u32, args: &mut Args) -> Result<()> {
+        let f = function(device, &SOURCE, format_args!("{}", self.kernel(choice)))?;
+        if self.path != Path::Warpgroup {
+            return f.launch(self.grid, [choice * 32, 1, 1], 0, args);
+        }
+        let shared = wg_shared(WG_STAGES);
+        let most = f.context().info().max_shared_per_block;
+        if u64::from(shared) > most {
+            return Err(invalid(format!(
+                "matmul_int4: {} needs {shared} bytes of shared memory a block, the device has {most}",
+                self.family
+            )));
+        }
+        f.allow_shared(shared)?;
+        let [x, y, _] = self.grid;
+        f.launch_in_clusters([x, y, choice], [WG_THREADS, 1, 1], shared, Some([1, 1, choice]), args)
     }
 }
 
@@ -204,11 +304,11 @@ fn tuning(spec: &MatmulInt4, inputs: &[TensorMeta], device: Device) -> Option<(S
         return None;
     }
     let contiguous = |meta: &TensorMeta| crate::shape::contiguous_strides(&meta.shape).ok();
-    let few = m <= FEW_ROWS
-        && offsets_fit_u32(&scales.shape, &contiguous(scales)?)
-        && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
-    let call = TensorCoreCall::new(spec, few, m, n, k).ok()?;
-    let key = call.key_on(device_context(device).ok()?.info());
+    let offsets_fit =
+        offsets_fit_u32(&scales.shape, &contiguous(scales)?) && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
+    let info = device_context(device).ok()?.info();
+    let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit, &info.arch()), m, n, k).ok()?;
+    let key = call.key_on(info);
     let names = call.names();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let proven = autotune::proven(&key, &names).ok()?;
@@ -240,23 +340,21 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         && packed.is_contiguous()
         && aligned16(&[device_ptr(x), device_ptr(packed)]);
     if tensor_cores {
-        let few = m <= FEW_ROWS
-            && offsets_fit_u32(scales.shape(), scales.strides())
-            && offsets_fit_u32(minima.shape(), minima.strides());
-        let call = TensorCoreCall::new(spec, few, m, n, k)?;
+        let offsets_fit =
+            offsets_fit_u32(scales.shape(), scales.strides()) && offsets_fit_u32(minima.shape(), minima.strides());
         let context = device_context(device)?;
+        let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit, &context.info().arch()), m, n, k)?;
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(context.stream_handle(), packed);
-        let launch_with = |warps: u32, early: bool| {
-            let f = function(device, &SOURCE, format_args!("{}", call.kernel(warps)))?;
+        let launch_with = |choice: u32, early: bool| {
             let mut args = Args::new();
             args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
             args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
             args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
-            f.launch(call.grid, [warps * 32, 1, 1], 0, &mut args)
+            call.launch(device, choice, &mut args)
         };
-        let warps = call.warps(context, |warps| launch_with(warps, false))?;
-        return launch_with(warps, early);
+        let choice = call.choice(context, |choice| launch_with(choice, false))?;
+        return launch_with(choice, early);
     }
     let registers = m <= GEMV_ROWS
         && group % codes_per_lane == 0
@@ -311,5 +409,40 @@ mod tests {
         assert_eq!(few_warps(264, 132), 8);
         assert_eq!(mma_warps(128, 132), 8);
         assert_eq!(mma_warps(448, 132), 4);
+    }
+
+    #[test]
+    fn warpgroup_parts_keep_one_wave_and_no_more_parts_than_spans() {
+        assert_eq!(wg_parts(32, 32, 132), 4, "4096 columns at 64 rows: 32 blocks × 4");
+        assert_eq!(wg_parts(112, 32, 132), 1, "14336 columns: 112 blocks");
+        assert_eq!(wg_parts(16, 32, 132), 8);
+        assert_eq!(wg_parts(16, 3, 132), 2, "3 spans: at most 2 parts");
+        assert_eq!(wg_parts(500, 32, 132), 1);
+    }
+
+    /// The warpgroup kernels exist in the machine code for sm_90 (compiled as sm_90a) and nowhere
+    /// else, where `Path::of` never picks them. Compiled by NVRTC where the build ships neither
+    /// architecture (where NVRTC is missing, the test says so and passes).
+    #[test]
+    fn the_warpgroup_kernels_are_in_hoppers_machine_code_only() {
+        if let Err(why) = super::super::nvrtc_version() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let name = format!("quant_wg_bf16_s{WG_STAGES}");
+        for (arch, present) in [(WARPGROUP_ARCH, true), ("sm_80", false)] {
+            let (code, _) = super::super::cubin(&SOURCE, arch).unwrap_or_else(|e| panic!("{e}"));
+            let found = code.windows(name.len()).any(|w| w == name.as_bytes());
+            assert_eq!(found, present, "{name} in the machine code for {arch}");
+        }
+    }
+
+    #[test]
+    fn the_path_follows_rows_offsets_and_architecture() {
+        assert_eq!(Path::of(16, true, "sm_90"), Path::Few);
+        assert_eq!(Path::of(16, false, "sm_90"), Path::Warpgroup);
+        assert_eq!(Path::of(17, true, "sm_90"), Path::Warpgroup);
+        assert_eq!(Path::of(17, true, "sm_89"), Path::Many);
+        assert_eq!(Path::of(4, false, "sm_80"), Path::Many);
     }
 }

@@ -37,6 +37,21 @@
 //     at 8 rows its x) in flight. The codes stay under the exponent of 128 or 1024 (one logic op
 //     a pair of them, no subtraction): that base times Σ x leaves with the minimum. Scale and
 //     minimum offsets in 32 bits (the launch checks).
+//   quant_wg_<dt>_s<STAGES>(the arguments of quant_mma)
+//     float16 and bfloat16 x, 4-bit codes, Hopper only (compiled for sm_90a, absent elsewhere):
+//     the product on warpgroup tensor-core instructions (wgmma). A block computes 64 rows × 128
+//     columns over the depth spans of its part, blockIdx.z of gridDim.z (a cluster of gridDim.z
+//     blocks along z, up to 8, adds the parts through distributed shared memory in rank order).
+//     A fifth warp loads: per span of 128, x's 64 × 128 (128-byte swizzle) and the codes' 128 × 64
+//     bytes by cp.async into a ring of STAGES, counted on the slot's barrier, and the scales and
+//     minima STAGES − 2 spans behind through registers. The warpgroup turns each column's codes
+//     into 16-bit (base + code) values of the B operand, whose 8 extra rows of ones give Σx, and
+//     runs 8 asynchronous m64n136k16 products a span (the next span's codes converted meanwhile),
+//     then folds scale·Σ x·(base + code) + (minimum − base·scale)·Σ x. The loads stay out of the
+//     warpgroup, whose proxy fence each span would otherwise wait for them. `early`: the first
+//     spans' codes are prefetched into L2 before the inputs are awaited. Needs WG_SHARED(STAGES)
+//     bytes of dynamic shared memory (checked), x contiguous with 16-byte aligned rows, packed
+//     contiguous.
 //   quant_gemm_b<BITS>_<dt>(const T* x, Layout x_rows, i64 x_col, i64 m, i64 k,
 //                           const uchar* packed, i64 p_row, i64 p_col, const half* scales,
 //                           i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col,
@@ -658,3 +673,339 @@ NBX_QUANT_MMAS(bf16, BF16)
 NBX_QUANT(4, fp32, F32)
 NBX_QUANT(4, fp16, F16)
 NBX_QUANT(4, bf16, BF16)
+
+// The warpgroup path (quant_wg): sm_90a's wgmma, so only where NVRTC compiles for it.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+#define WG_ROWS 64
+#define WG_COLS 128
+#define WG_BROWS 136
+#define WG_SPAN 128
+#define WG_XTILE 8192        // 64 rows × 64 depth × 2 bytes
+#define WG_XSTAGE 16384      // two depth tiles
+#define WG_CSTAGE 8192       // 128 columns × 64 bytes of codes
+#define WG_BTILE 17408       // 136 rows × 128 bytes
+#define WG_BBUF (2 * WG_BTILE)
+// The dynamic shared memory of quant_wg_…_s<stages>: 1 KiB of alignment; the ring of x, codes and
+// scales; two B buffers; two spans' scales and shifts as float32; the ring's full and empty
+// barriers (quant.rs's `wg_shared` says the same).
+#define WG_SHARED(stages) \
+    (1024 + (stages) * (WG_XSTAGE + WG_CSTAGE + WG_COLS * 4) + 2 * WG_BBUF + 2 * WG_COLS * 8 + 2 * (stages) * 8)
+
+__device__ __forceinline__ unsigned int wg_smem(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void wg_cp16(unsigned int dst, const void* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void wg_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void wg_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// The smem matrix descriptor of a K-major operand in 128-byte swizzle atoms (8 rows × 128 bytes,
+// atoms 1024 bytes apart).
+__device__ __forceinline__ unsigned long long wg_desc(unsigned int addr) {
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;            // leading byte offset (unused with swizzle)
+    d |= (unsigned long long)(1024 >> 4) << 32;  // stride byte offset: the next 8 rows
+    d |= (unsigned long long)1 << 62;            // 128-byte swizzle
+    return d;
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit_mma() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_wait_mma() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+#define WG_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+template <typename S>
+struct WgMma;
+#define WG_MMA(S, TYPE)                                                                                              \
+    template <>                                                                                                      \
+    struct WgMma<S> {                                                                                                \
+        static __device__ __forceinline__ void mma(float* d, unsigned long long a, unsigned long long b, int accumulate) { \
+            asm volatile(                                                                                            \
+                "{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"                                                         \
+                "wgmma.mma_async.sync.aligned.m64n136k16.f32." TYPE "." TYPE " "                                    \
+                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "   \
+                "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, " \
+                "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
+                "%61, %62, %63, %64, %65, %66, %67}, %68, %69, p, 1, 1, 0, 0;\n}\n"                                  \
+                : WG_D8(0), WG_D8(8), WG_D8(16), WG_D8(24), WG_D8(32), WG_D8(40), WG_D8(48), WG_D8(56),            \
+                  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])                                               \
+                : "l"(a), "l"(b), "r"(accumulate));                                                                  \
+        }                                                                                                            \
+    };
+WG_MMA(BF16, "bf16")
+WG_MMA(F16, "f16")
+
+__device__ __forceinline__ void ws_init(unsigned int bar, unsigned int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void ws_arrive(unsigned int bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void ws_arrive_copies(unsigned int bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void ws_wait(unsigned int bar, unsigned int parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nWS_WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WS_WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+__device__ __forceinline__ void ws_consumers_sync() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
+
+template <typename S, int STAGES>
+__device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
+                         i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
+                         int group, typename S::T* out, int early) {
+    extern __shared__ uchar wg_raw[];
+    unsigned int given;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
+    if (given < WG_SHARED(STAGES)) __trap();  // the launch gave less than the layout below takes
+    const unsigned int raw = wg_smem(wg_raw);
+    const unsigned int base = (raw + 1023) & ~1023u;
+    uchar* gbase = wg_raw + (base - raw);
+    const unsigned int xs = base;
+    const unsigned int cs = xs + STAGES * WG_XSTAGE;
+    const unsigned int bs = cs + STAGES * WG_CSTAGE;
+    const unsigned int ring_aff = bs + 2 * WG_BBUF;                  // [STAGES][128] u32: scale | minimum << 16
+    const unsigned int conv_aff = ring_aff + STAGES * WG_COLS * 4;   // [2][128] float2: scale, shift
+    const unsigned int bars = conv_aff + 2 * WG_COLS * 8;            // full[STAGES], empty[STAGES]
+    float2* affc = reinterpret_cast<float2*>(gbase + (conv_aff - base));
+    const unsigned int* affr = reinterpret_cast<const unsigned int*>(gbase + (ring_aff - base));
+    auto full = [&](int slot) { return bars + 8 * slot; };
+    auto empty = [&](int slot) { return bars + 8 * (STAGES + slot); };
+
+    // the high byte of (base + code) in every byte: a byte permutation pairs it with codes
+    constexpr unsigned int base_bytes = (QuantBase<S>::BITS >> 24) * 0x01010101u;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const i64 col0 = (i64)blockIdx.x * WG_COLS, row0 = (i64)blockIdx.y * WG_ROWS;
+    const i64 spans = k / WG_SPAN;
+    const int parts = gridDim.z, part = blockIdx.z;
+    const i64 first = spans * part / parts, last = spans * (part + 1) / parts, count = last - first;
+
+    if (tid == 0) {
+        for (int i = 0; i < STAGES; ++i) {
+            ws_init(full(i), 64);
+            ws_init(empty(i), 128);
+        }
+    }
+    if (tid < 128) {  // the rows of ones of both B buffers
+        uint4 ones = make_uint4(Mma<S>::ONES, Mma<S>::ONES, Mma<S>::ONES, Mma<S>::ONES);
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            int q = tid + 128 * u, buf = q / 128, kt = (q / 64) % 2, off = (q % 64) * 16;
+            unsigned int at = bs + buf * WG_BBUF + kt * WG_BTILE + 16 * 1024 + off;
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(ones.x), "r"(ones.y), "r"(ones.z),
+                         "r"(ones.w)
+                         : "memory");
+        }
+    }
+    if (early && warp == 4)  // the first spans' codes into L2 while the previous kernel finishes
+        for (int q = lane; q < STAGES * WG_COLS; q += 32) {
+            i64 s = q / WG_COLS, c = col0 + q % WG_COLS < n ? col0 + q % WG_COLS : n - 1;
+            if (s < count) asm volatile("prefetch.global.L2 [%0];" ::"l"(packed + c * (k / 2) + (first + s) * 64));
+        }
+    nbx_await_inputs();
+    __syncthreads();
+
+    if (warp == 4) {
+        // the loads: x and codes by cp.async (their arrival counted on full), the scales LAG spans
+        // behind (loaded into registers, stored and counted on full LAG steps later)
+        constexpr int LAG = STAGES - 2;
+        unsigned int pend[LAG][4];
+        auto flush = [&](i64 stage, const unsigned int (&v)[4]) {
+            const int slot = (int)(stage % STAGES);
+            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(ring_aff + slot * WG_COLS * 4 + lane * 16),
+                         "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+                         : "memory");
+            ws_arrive(full(slot));
+        };
+        for (i64 s = 0; s < count; ++s) {
+            const int slot = (int)(s % STAGES);
+            if (s >= STAGES) ws_wait(empty(slot), (unsigned int)((s / STAGES - 1) & 1));
+            const unsigned int xdst = xs + slot * WG_XSTAGE;
+#pragma unroll 8
+            for (int u = 0; u < 32; ++u) {
+                int q = lane + 32 * u, r = q / 16, c16 = q % 16, kt = c16 / 8, c = c16 % 8;
+                i64 row = row0 + r;
+                const typename S::T* src = x + (row < m ? row : 0) * k + (first + s) * WG_SPAN + c16 * 8;
+                wg_cp16(xdst + kt * WG_XTILE + (r / 8) * 1024 + (r % 8) * 128 + ((c ^ (r % 8)) << 4), src,
+                        row < m ? 16 : 0);
+            }
+            const unsigned int cdst = cs + slot * WG_CSTAGE;
+#pragma unroll 4
+            for (int u = 0; u < 16; ++u) {
+                int q = lane + 32 * u, col = q / 4, j = q % 4;
+                i64 c = col0 + col < n ? col0 + col : n - 1;
+                wg_cp16(cdst + col * 64 + ((j ^ ((col >> 1) & 3)) << 4), packed + c * (k / 2) + (first + s) * 64 + 16 * j,
+                        16);
+            }
+            ws_arrive_copies(full(slot));
+            if (s >= LAG) flush(s - LAG, pend[0]);
+#pragma unroll
+            for (int l = 0; l + 1 < LAG; ++l)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) pend[l][i] = pend[l + 1][i];
+            i64 grp = (first + s) * WG_SPAN / group;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                i64 c = col0 + lane * 4 + i < n ? col0 + lane * 4 + i : n - 1;
+                pend[LAG - 1][i] =
+                    quant_load_u16(scales + c * sc_row + grp * sc_col) | quant_load_u16(minima + c * mn_row + grp * mn_col) << 16;
+            }
+        }
+        // the last LAG spans' scales (fewer where the range is shorter)
+#pragma unroll
+        for (int l = 0; l < LAG; ++l) {
+            i64 stage = count - LAG + l;
+            if (stage >= 0) flush(stage, pend[l]);
+        }
+        wg_wait<0>();
+    }
+
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+    if (warp < 4) {
+        // column tid's codes of span s into B buffer s % 2, its scale and shift into affc
+        auto dequant = [&](i64 s) {
+            const int slot = (int)(s % STAGES);
+            unsigned int src = cs + slot * WG_CSTAGE + tid * 64;
+            unsigned int dst = bs + (unsigned int)(s % 2) * WG_BBUF + (tid / 8) * 1024 + (tid % 8) * 128;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                uint4 v;
+                asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                             : "r"(src + ((j ^ ((tid >> 1) & 3)) << 4)));
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    unsigned int o[2][4];
+#pragma unroll
+                    for (int w2 = 0; w2 < 2; ++w2) {
+                        unsigned int w = word_of(v, 2 * h + w2);
+                        unsigned int e = w & 0x0F0F0F0Fu, od = (w >> 4) & 0x0F0F0F0Fu;
+                        unsigned int z0 = __byte_perm(e, od, 0x5140), z1 = __byte_perm(e, od, 0x7362);
+                        o[w2][0] = __byte_perm(z0, base_bytes, 0x4140);
+                        o[w2][1] = __byte_perm(z0, base_bytes, 0x4342);
+                        o[w2][2] = __byte_perm(z1, base_bytes, 0x4140);
+                        o[w2][3] = __byte_perm(z1, base_bytes, 0x4342);
+                    }
+#pragma unroll
+                    for (int w2 = 0; w2 < 2; ++w2) {
+                        int chunk = 4 * j + 2 * h + w2, kt = chunk / 8, c = chunk % 8;
+                        unsigned int at = dst + kt * WG_BTILE + ((c ^ (tid % 8)) << 4);
+                        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(at), "r"(o[w2][0]), "r"(o[w2][1]),
+                                     "r"(o[w2][2]), "r"(o[w2][3])
+                                     : "memory");
+                    }
+                }
+            }
+            unsigned int af = affr[slot * WG_COLS + tid];
+            float scale = quant_f16_bits(af & 0xffffu);
+            affc[(s % 2) * WG_COLS + tid] = make_float2(scale, quant_f16_bits(af >> 16) - QuantBase<S>::VALUE * scale);
+        };
+        float d[68];
+#pragma unroll
+        for (int i = 0; i < 68; ++i) d[i] = 0.0f;
+        if (count > 0) {
+            ws_wait(full(0), 0);
+            dequant(0);
+        }
+        wg_fence_async();
+        ws_consumers_sync();
+        for (i64 s = 0; s < count; ++s) {
+            const int slot = (int)(s % STAGES);
+            const unsigned int xa = xs + slot * WG_XSTAGE, ba = bs + (unsigned int)(s % 2) * WG_BBUF;
+            wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < 8; ++ks) {
+                unsigned int kt = ks / 4, sub = ks % 4;
+                WgMma<S>::mma(d, wg_desc(xa + kt * WG_XTILE + sub * 32), wg_desc(ba + kt * WG_BTILE + sub * 32), ks > 0);
+            }
+            wg_commit_mma();
+            if (s + 1 < count) {
+                ws_wait(full((int)((s + 1) % STAGES)), (unsigned int)(((s + 1) / STAGES) & 1));
+                dequant(s + 1);
+            }
+            wg_wait_mma();
+            ws_arrive(empty(slot));
+            const float2* a2 = affc + (s % 2) * WG_COLS;
+            float xlo = d[64], xhi = d[66];
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                float4 p = *reinterpret_cast<const float4*>(a2 + 8 * i + 2 * t);
+                acc[4 * i + 0] = fmaf(p.x, d[4 * i + 0], fmaf(p.y, xlo, acc[4 * i + 0]));
+                acc[4 * i + 1] = fmaf(p.z, d[4 * i + 1], fmaf(p.w, xlo, acc[4 * i + 1]));
+                acc[4 * i + 2] = fmaf(p.x, d[4 * i + 2], fmaf(p.y, xhi, acc[4 * i + 2]));
+                acc[4 * i + 3] = fmaf(p.z, d[4 * i + 3], fmaf(p.w, xhi, acc[4 * i + 3]));
+            }
+            wg_fence_async();
+            ws_consumers_sync();
+        }
+    }
+    __syncthreads();
+
+    float* partial = reinterpret_cast<float*>(gbase);  // [64][132], over the x ring
+    const int PSTRIDE = 132;
+    if (warp < 4) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            int r = 16 * warp + g, c = 8 * i + 2 * t;
+            *reinterpret_cast<float2*>(partial + r * PSTRIDE + c) = make_float2(acc[4 * i], acc[4 * i + 1]);
+            *reinterpret_cast<float2*>(partial + (r + 8) * PSTRIDE + c) = make_float2(acc[4 * i + 2], acc[4 * i + 3]);
+        }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    unsigned int rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int rows_per = WG_ROWS / parts;
+    const unsigned int mine = wg_smem(partial);
+    for (int q = tid; q < rows_per * (WG_COLS / 4); q += blockDim.x) {
+        int r = rank * rows_per + q / (WG_COLS / 4), c = (q % (WG_COLS / 4)) * 4;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int p = 0; p < parts; ++p) {
+            unsigned int remote;
+            asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(mine + (r * PSTRIDE + c) * 4), "r"(p));
+            float4 v;
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                         : "r"(remote));
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        i64 row = row0 + r, col = col0 + c;
+        if (row < m) {
+            float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (col + e < n) out[row * n + col + e] = S::store(vals[e]);
+        }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// quant_wg_<dt>_s<stages>: 4 warps converting and multiplying, a fifth loading.
+#define NBX_QUANT_WG(dt, S, stages)                                                                                \
+    extern "C" __global__ void __launch_bounds__(160, 1) quant_wg_##dt##_s##stages(                                \
+        const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,    \
+        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {            \
+        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out, early); \
+    }
+// The instantiations quant.rs launches (`WG_STAGES`).
+NBX_QUANT_WG(bf16, BF16, 4)
+NBX_QUANT_WG(fp16, F16, 4)
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
