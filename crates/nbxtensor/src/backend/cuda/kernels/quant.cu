@@ -44,7 +44,8 @@
 //     blocks along z, up to 8, adds the parts through distributed shared memory in rank order).
 //     A fifth warp loads: per span of 128, x's 64 × 128 (128-byte swizzle) and the codes' 128 × 64
 //     bytes by cp.async into a ring of STAGES, counted on the slot's barrier, and the scales and
-//     minima STAGES − 2 spans behind through registers. The warpgroup turns each column's codes
+//     minima STAGES − 2 spans behind through registers (the steps unrolled STAGES − 2 at a time, so
+//     that a load is read only when it is that old). The warpgroup turns each column's codes
 //     into 16-bit (base + code) values of the B operand, whose 8 extra rows of ones give Σx, and
 //     runs 8 asynchronous m64n136k16 products a span (the next span's codes converted meanwhile),
 //     then folds scale·Σ x·(base + code) + (minimum − base·scale)·Σ x. The loads stay out of the
@@ -820,55 +821,56 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
 
     if (warp == 4) {
         // the loads: x and codes by cp.async (their arrival counted on full), the scales LAG spans
-        // behind (loaded into registers, stored and counted on full LAG steps later)
+        // behind: loaded into registers of slot s % LAG (the steps unrolled LAG at a time, so a
+        // load is read only when it is LAG steps old), stored and counted on full then
         constexpr int LAG = STAGES - 2;
-        unsigned int pend[LAG][4];
-        auto flush = [&](i64 stage, const unsigned int (&v)[4]) {
-            const int slot = (int)(stage % STAGES);
-            asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(ring_aff + slot * WG_COLS * 4 + lane * 16),
-                         "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
-                         : "memory");
-            ws_arrive(full(slot));
-        };
-        for (i64 s = 0; s < count; ++s) {
-            const int slot = (int)(s % STAGES);
-            if (s >= STAGES) ws_wait(empty(slot), (unsigned int)((s / STAGES - 1) & 1));
-            const unsigned int xdst = xs + slot * WG_XSTAGE;
+        unsigned short sc_raw[LAG][4], mn_raw[LAG][4];
+        for (i64 s0 = 0; s0 < count + LAG; s0 += LAG) {
+#pragma unroll
+            for (int l = 0; l < LAG; ++l) {
+                const i64 s = s0 + l;
+                if (s < count) {
+                    const int slot = (int)(s % STAGES);
+                    if (s >= STAGES) ws_wait(empty(slot), (unsigned int)((s / STAGES - 1) & 1));
+                    const unsigned int xdst = xs + slot * WG_XSTAGE;
 #pragma unroll 8
-            for (int u = 0; u < 32; ++u) {
-                int q = lane + 32 * u, r = q / 16, c16 = q % 16, kt = c16 / 8, c = c16 % 8;
-                i64 row = row0 + r;
-                const typename S::T* src = x + (row < m ? row : 0) * k + (first + s) * WG_SPAN + c16 * 8;
-                wg_cp16(xdst + kt * WG_XTILE + (r / 8) * 1024 + (r % 8) * 128 + ((c ^ (r % 8)) << 4), src,
-                        row < m ? 16 : 0);
-            }
-            const unsigned int cdst = cs + slot * WG_CSTAGE;
+                    for (int u = 0; u < 32; ++u) {
+                        int q = lane + 32 * u, r = q / 16, c16 = q % 16, kt = c16 / 8, c = c16 % 8;
+                        i64 row = row0 + r;
+                        const typename S::T* src = x + (row < m ? row : 0) * k + (first + s) * WG_SPAN + c16 * 8;
+                        wg_cp16(xdst + kt * WG_XTILE + (r / 8) * 1024 + (r % 8) * 128 + ((c ^ (r % 8)) << 4), src,
+                                row < m ? 16 : 0);
+                    }
+                    const unsigned int cdst = cs + slot * WG_CSTAGE;
 #pragma unroll 4
-            for (int u = 0; u < 16; ++u) {
-                int q = lane + 32 * u, col = q / 4, j = q % 4;
-                i64 c = col0 + col < n ? col0 + col : n - 1;
-                wg_cp16(cdst + col * 64 + ((j ^ ((col >> 1) & 3)) << 4), packed + c * (k / 2) + (first + s) * 64 + 16 * j,
-                        16);
+                    for (int u = 0; u < 16; ++u) {
+                        int q = lane + 32 * u, col = q / 4, j = q % 4;
+                        i64 c = col0 + col < n ? col0 + col : n - 1;
+                        wg_cp16(cdst + col * 64 + ((j ^ ((col >> 1) & 3)) << 4),
+                                packed + c * (k / 2) + (first + s) * 64 + 16 * j, 16);
+                    }
+                    ws_arrive_copies(full(slot));
+                }
+                if (s >= LAG && s - LAG < count) {  // the scales of span s − LAG, loaded LAG steps ago
+                    const int slot = (int)((s - LAG) % STAGES);
+                    unsigned int v[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) v[i] = (unsigned int)sc_raw[l][i] | (unsigned int)mn_raw[l][i] << 16;
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(ring_aff + slot * WG_COLS * 4 + lane * 16),
+                                 "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+                                 : "memory");
+                    ws_arrive(full(slot));
+                }
+                if (s < count) {
+                    const unsigned int grp = (unsigned int)((first + s) * WG_SPAN) / (unsigned int)group;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        i64 c = col0 + lane * 4 + i < n ? col0 + lane * 4 + i : n - 1;
+                        asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(sc_raw[l][i]) : "l"(scales + c * sc_row + grp * sc_col));
+                        asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(mn_raw[l][i]) : "l"(minima + c * mn_row + grp * mn_col));
+                    }
+                }
             }
-            ws_arrive_copies(full(slot));
-            if (s >= LAG) flush(s - LAG, pend[0]);
-#pragma unroll
-            for (int l = 0; l + 1 < LAG; ++l)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) pend[l][i] = pend[l + 1][i];
-            i64 grp = (first + s) * WG_SPAN / group;
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                i64 c = col0 + lane * 4 + i < n ? col0 + lane * 4 + i : n - 1;
-                pend[LAG - 1][i] =
-                    quant_load_u16(scales + c * sc_row + grp * sc_col) | quant_load_u16(minima + c * mn_row + grp * mn_col) << 16;
-            }
-        }
-        // the last LAG spans' scales (fewer where the range is shorter)
-#pragma unroll
-        for (int l = 0; l < LAG; ++l) {
-            i64 stage = count - LAG + l;
-            if (stage >= 0) flush(stage, pend[l]);
         }
         wg_wait<0>();
     }
