@@ -43,7 +43,8 @@
 //     columns over the depth spans of its part, blockIdx.z of gridDim.z (a cluster of gridDim.z
 //     blocks along z, up to 8, adds the parts through distributed shared memory in rank order).
 //     A fifth warp loads: per span of 128, x's 64 × 128 (128-byte swizzle) and the codes' 128 × 64
-//     bytes by cp.async into a ring of STAGES, counted on the slot's barrier, and the scales and
+//     bytes by cp.async into a ring of STAGES (rows past x's and columns past W's are not loaded:
+//     they feed only outputs that are never stored), counted on the slot's barrier, and the scales and
 //     minima STAGES − 2 spans behind through registers (the steps unrolled STAGES − 2 at a time, so
 //     that a load is read only when it is that old). The warpgroup turns each column's codes
 //     into 16-bit (base + code) values of the B operand, whose 8 extra rows of ones give Σx, and
@@ -820,9 +821,23 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
     __syncthreads();
 
     if (warp == 4) {
-        // the loads: x and codes by cp.async (their arrival counted on full), the scales LAG spans
-        // behind: loaded into registers of slot s % LAG (the steps unrolled LAG at a time, so a
-        // load is read only when it is LAG steps old), stored and counted on full then
+        // lane's x chunks: column chunk c16 of rows 2u + x_hi (u = 0…31), 128-byte swizzled: the
+        // offset in a slot is x_off[u % 4] + (u / 4)·1024; its codes: chunk c_j of columns 8u + c_col
+        // at c_off + 512u
+        const int x_hi = lane >> 4, c16 = lane & 15, cx = (c16 & 7) ^ x_hi;
+        unsigned int x_off[4];
+#pragma unroll
+        for (int e4 = 0; e4 < 4; ++e4)
+            x_off[e4] = (c16 >> 3) * WG_XTILE + (2 * e4 + x_hi) * 128 + ((cx ^ (2 * e4)) << 4);
+        // the u with a row (column) in x (W): all of them, or the first x_count (c_count)
+        const i64 rows_left = m - row0, cols_left = n - col0;
+        const bool x_all = rows_left >= WG_ROWS, c_all = cols_left >= WG_COLS;
+        const int x_count = x_all ? 32 : (int)((rows_left - x_hi + 1) / 2);
+        const typename S::T* x_lane = x + (row0 + x_hi) * k + c16 * 8;
+        const int c_col = lane >> 2, c_j = lane & 3;
+        const unsigned int c_off = c_col * 64 + ((c_j ^ ((c_col >> 1) & 3)) << 4);
+        const uchar* c_lane = packed + (col0 + c_col) * (k / 2) + 16 * c_j;
+        const int c_count = c_all ? 16 : (int)((cols_left - c_col + 7) / 8);
         constexpr int LAG = STAGES - 2;
         unsigned short sc_raw[LAG][4], mn_raw[LAG][4];
         for (i64 s0 = 0; s0 < count + LAG; s0 += LAG) {
@@ -832,22 +847,26 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
                 if (s < count) {
                     const int slot = (int)(s % STAGES);
                     if (s >= STAGES) ws_wait(empty(slot), (unsigned int)((s / STAGES - 1) & 1));
+                    // x's valid rows and the codes' valid columns only: the rest of the slot
+                    // feeds output rows and columns that are never stored
+                    const typename S::T* xsrc = x_lane + (first + s) * WG_SPAN;
                     const unsigned int xdst = xs + slot * WG_XSTAGE;
-#pragma unroll 8
-                    for (int u = 0; u < 32; ++u) {
-                        int q = lane + 32 * u, r = q / 16, c16 = q % 16, kt = c16 / 8, c = c16 % 8;
-                        i64 row = row0 + r;
-                        const typename S::T* src = x + (row < m ? row : 0) * k + (first + s) * WG_SPAN + c16 * 8;
-                        wg_cp16(xdst + kt * WG_XTILE + (r / 8) * 1024 + (r % 8) * 128 + ((c ^ (r % 8)) << 4), src,
-                                row < m ? 16 : 0);
+                    if (x_all) {
+#pragma unroll
+                        for (int u = 0; u < 32; ++u, xsrc += 2 * k) wg_cp16(xdst + x_off[u & 3] + (u >> 2) * 1024, xsrc, 16);
+                    } else {
+                        for (int u = 0; u < x_count; ++u, xsrc += 2 * k) {
+                            int r8 = (2 * u + x_hi) & 7;
+                            wg_cp16(xdst + (c16 >> 3) * WG_XTILE + (u >> 2) * 1024 + r8 * 128 + (((c16 & 7) ^ r8) << 4), xsrc, 16);
+                        }
                     }
-                    const unsigned int cdst = cs + slot * WG_CSTAGE;
-#pragma unroll 4
-                    for (int u = 0; u < 16; ++u) {
-                        int q = lane + 32 * u, col = q / 4, j = q % 4;
-                        i64 c = col0 + col < n ? col0 + col : n - 1;
-                        wg_cp16(cdst + col * 64 + ((j ^ ((col >> 1) & 3)) << 4),
-                                packed + c * (k / 2) + (first + s) * 64 + 16 * j, 16);
+                    const uchar* csrc = c_lane + (first + s) * 64;
+                    const unsigned int cdst = cs + slot * WG_CSTAGE + c_off;
+                    if (c_all) {
+#pragma unroll
+                        for (int u = 0; u < 16; ++u, csrc += 4 * k) wg_cp16(cdst + u * 512, csrc, 16);
+                    } else {
+                        for (int u = 0; u < c_count; ++u, csrc += 4 * k) wg_cp16(cdst + u * 512, csrc, 16);
                     }
                     ws_arrive_copies(full(slot));
                 }
