@@ -192,11 +192,11 @@ fn the_tensor_core_kernels_are_tuned_once_and_every_choice_matches() {
     let [packed, scales, minima] = packed_weight(&mut draw, n, k);
     let w = decoded(&packed, &scales, &minima, k);
     let weights: Vec<Tensor> = [&packed, &scales, &minima].iter().map(|t| t.to(device).unwrap()).collect();
-    // on Hopper more than 16 rows take the warpgroup kernel, elsewhere the many-rows one
+    // on Hopper the warpgroup kernel's parts are candidates of the many-rows call beside its warps
     let arch = nbxtensor::backend::cuda::memory::driver().unwrap().devices[0].arch();
-    let many = if arch == "sm_90" { "quant_wg_bf16_s4" } else { "quant_mma_bf16_m4" };
+    let hopper = arch == "sm_90";
     let mut calls = Vec::new();
-    for (rows, kernel) in [(45, many), (12, "quant_few_bf16_r16")] {
+    for (rows, kernel) in [(45, "quant_mma_bf16_m4"), (12, "quant_few_bf16_r16")] {
         let x = host(&draw.uniform(rows * k, -1.0, 1.0), &[rows as i64, k as i64], DType::Bfloat16);
         calls.push((x.to(device).unwrap(), x, kernel));
     }
@@ -271,6 +271,9 @@ fn the_tensor_core_kernels_are_tuned_once_and_every_choice_matches() {
         let candidates: Vec<&str> =
             entry["measured"].as_array().unwrap().iter().map(|m| m["candidate"].as_str().unwrap()).collect();
         assert!(candidates.len() >= 2, "{candidates:?}");
+        let parts = candidates.iter().filter(|c| c.starts_with('c')).count();
+        let want_parts = if hopper && *kernel == "quant_mma_bf16_m4" { 3 } else { 0 };
+        assert_eq!(parts, want_parts, "5 spans: the warpgroup kernel in 1, 2 or 4 parts: {candidates:?}");
         measured_candidates += candidates.len() as u64;
         for candidate in candidates {
             let mut pinned = stored.clone();

@@ -8,9 +8,9 @@
 //! values there and meet x in `mma` instructions (up to 16 rows as the product's A operand, so
 //! that no product is spent on rows x does not have; more rows in 64-row blocks), with the
 //! warps a block the autotune measured best for the device and shape class. On Hopper (sm_90)
-//! more than 16 rows run on the warpgroup products instead (`quant_wg_…`: 64 × 128 output blocks,
-//! the depth cut into 1 to 8 parts folded inside a thread-block cluster, the autotune choosing the
-//! parts). float32 x of
+//! the warpgroup products (`quant_wg_…`: 64 × 128 output blocks, the depth cut into 1 to 8 parts
+//! folded inside a thread-block cluster) are candidates of that choice for more than 16 rows,
+//! beside the 64-row blocks' warps. float32 x of
 //! up to [`GEMV_ROWS`] rows reads the codes into registers, 16 bytes per lane, and dequantizes
 //! them for float32 products; other rows and layouts run a tiled product that dequantizes tiles
 //! of W into shared memory. None needs workspace (the spec declares none; the CPU's launch
@@ -102,6 +102,15 @@ fn wg_parts(blocks: i64, spans: i64, multiprocessors: u32) -> u32 {
         .unwrap_or(1)
 }
 
+/// Whether the warpgroup kernel serves a call of `blocks` warpgroup blocks (one part each) where
+/// the autotune can neither measure nor find a choice: where they fill at least half the
+/// multiprocessors. On an H100 at 64 rows, 112 blocks (14336 × 4096) took 38.3 µs against the
+/// many-rows kernel's 61.0, while 32 blocks (4096 columns) took 22.1 and 58.3 µs at their best
+/// parts against its 17.4 and 55.6 (docs/BENCHMARKS.md, twentieth session).
+fn warpgroup_wins(blocks: i64, multiprocessors: u32) -> bool {
+    2 * blocks >= i64::from(multiprocessors)
+}
+
 /// The warps of a many-rows tensor-core block where the autotune can neither measure nor find
 /// a choice, for `blocks` blocks on a device of `multiprocessors`: a block of 4 warps holds 255
 /// registers a thread (two blocks a multiprocessor); where the blocks are fewer than two a
@@ -141,75 +150,107 @@ fn invalid(message: String) -> KernelError {
 enum Path {
     /// `quant_few_…`: up to 16 rows, blocks of 8 or 16; the choice is its warps.
     Few,
-    /// `quant_mma_…`: more rows, blocks of 64 × 32; the choice is its warps.
+    /// More rows: `quant_mma_…` (blocks of 64 × 32; the choice is its warps) and, on Hopper,
+    /// `quant_wg_…` (blocks of 64 × 128; the choice is the depth's parts) as candidates of one
+    /// choice: each wins at some shapes (docs/BENCHMARKS.md, twentieth session).
     Many,
-    /// `quant_wg_…` (Hopper): more rows, blocks of 64 × 128; the choice is the depth's parts.
-    Warpgroup,
 }
 
 impl Path {
-    /// The path of `m` rows on a device of architecture `arch`; `offsets_fit`: the scales' and
-    /// minima's offsets fit the few-rows kernel's 32 bits.
-    fn of(m: i64, offsets_fit: bool, arch: &str) -> Path {
+    /// The path of `m` rows; `offsets_fit`: the scales' and minima's offsets fit the few-rows
+    /// kernel's 32 bits.
+    fn of(m: i64, offsets_fit: bool) -> Path {
         if m <= FEW_ROWS && offsets_fit {
             Path::Few
-        } else if arch == WARPGROUP_ARCH {
-            Path::Warpgroup
         } else {
             Path::Many
         }
     }
 }
 
-/// A call on the tensor cores: its kernel family and grid. Its choice (the warps a block, or
-/// the parts of the depth) is the autotune's for the device and shape class
-/// ([`TensorCoreCall::choice`]).
+/// One candidate of a tensor-core call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// The few- or many-rows kernel with this many warps a block (named `w…`).
+    Warps(u32),
+    /// The warpgroup kernel over this many parts of the depth, one cluster (named `c…`).
+    Parts(u32),
+}
+
+impl Choice {
+    fn name(self) -> String {
+        match self {
+            Choice::Warps(w) => format!("w{w}"),
+            Choice::Parts(c) => format!("c{c}"),
+        }
+    }
+}
+
+/// A call on the tensor cores: its candidates and the autotune's choice among them for the
+/// device and shape class ([`TensorCoreCall::choice`]).
 struct TensorCoreCall {
     path: Path,
-    /// The kernel's name up to its choice (`quant_few_bf16_r16`, `quant_mma_bf16_m4`,
-    /// `quant_wg_bf16_s4`).
+    /// The key's kernel family (`quant_few_bf16_r16`, `quant_mma_bf16_m4`); the warpgroup
+    /// kernel, where a candidate, is `quant_wg_<dt>_s<stages>`.
     family: String,
-    /// The choices it has: warps, or parts of the depth.
-    candidates: Vec<u32>,
-    /// The grid of one part (the parts multiply its z).
-    grid: [u32; 3],
-    /// Spans of the depth (`k / MMA_SPAN`).
+    dt: &'static str,
+    candidates: Vec<Choice>,
+    /// Rows of x, columns of W and spans of the depth (`k / MMA_SPAN`).
+    m: i64,
+    n: i64,
     spans: i64,
-    /// Its shape class: the rows of the many-rows and warpgroup kernels rounded up to a power
-    /// of two (one choice for the whole class), of the few-rows one to its block rows.
+    /// Its shape class: of the many-rows kernels the rows rounded up to a power of two (one
+    /// choice for the whole class), of the few-rows one to its block rows.
     shape: String,
 }
 
 impl TensorCoreCall {
-    /// The call of `m` rows × `n` columns × `k` depth on `path`.
-    fn new(spec: &MatmulInt4, path: Path, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
+    /// The call of `m` rows × `n` columns × `k` depth on `path`; `warpgroup`: the device runs
+    /// the warpgroup kernel.
+    fn new(spec: &MatmulInt4, path: Path, warpgroup: bool, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
         let dt = spec.dtype.launch_key();
         let spans = k / MMA_SPAN;
-        let row_class = (m.max(1) as u64).next_power_of_two() as i64;
-        let (family, candidates, rows, columns, row_class) = match path {
+        let (family, candidates, row_class) = match path {
             Path::Few => {
                 let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
-                (format!("quant_few_{dt}_r{rows}"), FEW_WARPS.to_vec(), rows, MMA_COLUMNS, rows)
+                (format!("quant_few_{dt}_r{rows}"), FEW_WARPS.iter().map(|&w| Choice::Warps(w)).collect(), rows)
             }
-            Path::Many => (format!("quant_mma_{dt}_m4"), MMA_WARPS.to_vec(), MMA_ROWS, MMA_COLUMNS, row_class),
-            Path::Warpgroup => {
-                let parts = WG_PARTS.iter().copied().filter(|&c| i64::from(c) <= spans.max(1)).collect();
-                (format!("quant_wg_{dt}_s{WG_STAGES}"), parts, WG_ROWS, WG_COLUMNS, row_class)
+            Path::Many => {
+                let mut candidates: Vec<Choice> = MMA_WARPS.iter().map(|&w| Choice::Warps(w)).collect();
+                if warpgroup {
+                    let parts = WG_PARTS.iter().filter(|&&c| i64::from(c) <= spans.max(1));
+                    candidates.extend(parts.map(|&c| Choice::Parts(c)));
+                }
+                (format!("quant_mma_{dt}_m4"), candidates, (m.max(1) as u64).next_power_of_two() as i64)
             }
         };
-        let grid_x = grid_extent("matmul_int4", n, columns, i32::MAX as u32)?;
-        let grid_y = grid_extent("matmul_int4", m, rows, 65535)?;
         let shape = format!("m{row_class} n{n} k{k} g{}", spec.layout.group);
-        Ok(TensorCoreCall { path, family, candidates, grid: [grid_x, grid_y, 1], spans, shape })
+        let call = TensorCoreCall { path, family, dt, candidates, m, n, spans, shape };
+        for &choice in &call.candidates {
+            call.grid(choice)?;
+        }
+        Ok(call)
     }
 
     /// The kernel of a choice.
-    fn kernel(&self, choice: u32) -> String {
-        match self.path {
-            Path::Many => format!("{}_w{choice}_d{MMA_DEPTH}", self.family),
-            Path::Few => format!("{}_w{choice}", self.family),
-            Path::Warpgroup => self.family.clone(),
+    fn kernel(&self, choice: Choice) -> String {
+        match (self.path, choice) {
+            (_, Choice::Parts(_)) => format!("quant_wg_{}_s{WG_STAGES}", self.dt),
+            (Path::Many, Choice::Warps(w)) => format!("{}_w{w}_d{MMA_DEPTH}", self.family),
+            (Path::Few, Choice::Warps(w)) => format!("{}_w{w}", self.family),
         }
+    }
+
+    /// The grid of a choice (the parts of the depth in its z).
+    fn grid(&self, choice: Choice) -> Result<[u32; 3]> {
+        let (rows, columns, parts) = match (self.path, choice) {
+            (_, Choice::Parts(c)) => (WG_ROWS, WG_COLUMNS, c),
+            (Path::Few, _) => (if self.m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS }, MMA_COLUMNS, 1),
+            (Path::Many, _) => (MMA_ROWS, MMA_COLUMNS, 1),
+        };
+        let grid_x = grid_extent("matmul_int4", self.n, columns, i32::MAX as u32)?;
+        let grid_y = grid_extent("matmul_int4", self.m, rows, 65535)?;
+        Ok([grid_x, grid_y, parts])
     }
 
     /// The key on the device of `info`.
@@ -217,34 +258,34 @@ impl TensorCoreCall {
         autotune::TuneKey::new(tuning::device_key(info), self.family.as_str(), self.shape.as_str())
     }
 
-    /// What a choice's name starts with: `w` for warps, `c` for the parts (a cluster's blocks).
-    fn prefix(&self) -> char {
-        if self.path == Path::Warpgroup {
-            'c'
-        } else {
-            'w'
-        }
-    }
-
     fn names(&self) -> Vec<String> {
-        self.candidates.iter().map(|c| format!("{}{c}", self.prefix())).collect()
+        self.candidates.iter().map(|c| c.name()).collect()
     }
 
     /// The choice where nothing can be measured (a launch recorded into a graph) and the store
     /// proves nothing: the one measured best on an H100 for the grid's blocks.
-    fn fallback(&self, multiprocessors: u32) -> u32 {
-        let blocks = i64::from(self.grid[0]) * i64::from(self.grid[1]);
-        match self.path {
-            Path::Many => mma_warps(blocks, multiprocessors),
-            Path::Few => few_warps(blocks, multiprocessors),
-            Path::Warpgroup => wg_parts(blocks, self.spans, multiprocessors),
-        }
+    fn fallback(&self, multiprocessors: u32) -> Result<Choice> {
+        let blocks = |choice| -> Result<i64> {
+            let [x, y, _] = self.grid(choice)?;
+            Ok(i64::from(x) * i64::from(y))
+        };
+        Ok(match self.path {
+            Path::Few => Choice::Warps(few_warps(blocks(Choice::Warps(1))?, multiprocessors)),
+            Path::Many => {
+                let wg_blocks = blocks(Choice::Parts(1))?;
+                if self.candidates.contains(&Choice::Parts(1)) && warpgroup_wins(wg_blocks, multiprocessors) {
+                    Choice::Parts(wg_parts(wg_blocks, self.spans, multiprocessors))
+                } else {
+                    Choice::Warps(mma_warps(blocks(Choice::Warps(1))?, multiprocessors))
+                }
+            }
+        })
     }
 
     /// The choice: proven in the autotune store for this device and shape class, or measured
     /// now (each candidate launched by `launch`) and kept there; while the stream records a
     /// graph, a proven choice or [`TensorCoreCall::fallback`].
-    fn choice(&self, context: &CudaContext, mut launch: impl FnMut(u32) -> Result<()>) -> Result<u32> {
+    fn choice(&self, context: &CudaContext, mut launch: impl FnMut(Choice) -> Result<()>) -> Result<Choice> {
         let info = context.info();
         let names = self.names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -253,35 +294,37 @@ impl TensorCoreCall {
         })?;
         match chosen {
             Some(name) => self.parse(&name).map_err(invalid),
-            None => Ok(self.fallback(info.multiprocessors)),
+            None => self.fallback(info.multiprocessors),
         }
     }
 
     /// The choice a candidate's name (`w8`, `c4`) stands for.
-    fn parse(&self, name: &str) -> std::result::Result<u32, String> {
-        name.strip_prefix(self.prefix())
-            .and_then(|c| c.parse().ok())
-            .filter(|c| self.candidates.contains(c))
+    fn parse(&self, name: &str) -> std::result::Result<Choice, String> {
+        self.candidates
+            .iter()
+            .copied()
+            .find(|c| c.name() == name)
             .ok_or_else(|| format!("matmul_int4: {name} is not one of the candidates of {}", self.family))
     }
 
-    /// Launches the call with `choice` (warps, or parts of the depth).
-    fn launch(&self, device: Device, choice: u32, args: &mut Args) -> Result<()> {
+    /// Launches the call with `choice`.
+    fn launch(&self, device: Device, choice: Choice, args: &mut Args) -> Result<()> {
         let f = function(device, &SOURCE, format_args!("{}", self.kernel(choice)))?;
-        if self.path != Path::Warpgroup {
-            return f.launch(self.grid, [choice * 32, 1, 1], 0, args);
-        }
+        let grid = self.grid(choice)?;
+        let parts = match choice {
+            Choice::Warps(w) => return f.launch(grid, [w * 32, 1, 1], 0, args),
+            Choice::Parts(c) => c,
+        };
         let shared = wg_shared(WG_STAGES);
         let most = f.context().info().max_shared_per_block;
         if u64::from(shared) > most {
             return Err(invalid(format!(
                 "matmul_int4: {} needs {shared} bytes of shared memory a block, the device has {most}",
-                self.family
+                self.kernel(choice)
             )));
         }
         f.allow_shared(shared)?;
-        let [x, y, _] = self.grid;
-        f.launch_in_clusters([x, y, choice], [WG_THREADS, 1, 1], shared, Some([1, 1, choice]), args)
+        f.launch_in_clusters(grid, [WG_THREADS, 1, 1], shared, Some([1, 1, parts]), args)
     }
 }
 
@@ -307,7 +350,7 @@ fn tuning(spec: &MatmulInt4, inputs: &[TensorMeta], device: Device) -> Option<(S
     let offsets_fit =
         offsets_fit_u32(&scales.shape, &contiguous(scales)?) && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
     let info = device_context(device).ok()?.info();
-    let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit, &info.arch()), m, n, k).ok()?;
+    let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit), info.arch() == WARPGROUP_ARCH, m, n, k).ok()?;
     let key = call.key_on(info);
     let names = call.names();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -343,10 +386,11 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
         let offsets_fit =
             offsets_fit_u32(scales.shape(), scales.strides()) && offsets_fit_u32(minima.shape(), minima.strides());
         let context = device_context(device)?;
-        let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit, &context.info().arch()), m, n, k)?;
+        let warpgroup = context.info().arch() == WARPGROUP_ARCH;
+        let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit), warpgroup, m, n, k)?;
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(context.stream_handle(), packed);
-        let launch_with = |choice: u32, early: bool| {
+        let launch_with = |choice: Choice, early: bool| {
             let mut args = Args::new();
             args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
             args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
@@ -438,11 +482,35 @@ mod tests {
     }
 
     #[test]
-    fn the_path_follows_rows_offsets_and_architecture() {
-        assert_eq!(Path::of(16, true, "sm_90"), Path::Few);
-        assert_eq!(Path::of(16, false, "sm_90"), Path::Warpgroup);
-        assert_eq!(Path::of(17, true, "sm_90"), Path::Warpgroup);
-        assert_eq!(Path::of(17, true, "sm_89"), Path::Many);
-        assert_eq!(Path::of(4, false, "sm_80"), Path::Many);
+    fn the_path_follows_rows_and_offsets() {
+        assert_eq!(Path::of(16, true), Path::Few);
+        assert_eq!(Path::of(16, false), Path::Many);
+        assert_eq!(Path::of(17, true), Path::Many);
+    }
+
+    #[test]
+    fn the_warpgroup_kernel_is_a_candidate_on_hopper_and_the_fallback_where_its_blocks_fill_half() {
+        let spec = MatmulInt4 {
+            dtype: DType::Bfloat16,
+            layout: crate::ops::spec::quant::Int4Layout::of_table("test").unwrap(),
+        };
+        let names = |warpgroup, k| TensorCoreCall::new(&spec, Path::Many, warpgroup, 64, 4096, k).unwrap().names();
+        assert_eq!(names(false, 4096), ["w4", "w8"]);
+        assert_eq!(names(true, 4096), ["w4", "w8", "c1", "c2", "c4", "c8"]);
+        assert_eq!(names(true, 384), ["w4", "w8", "c1", "c2"], "3 spans: at most 2 parts");
+        let fallback = |n, k| TensorCoreCall::new(&spec, Path::Many, true, 64, n, k).unwrap().fallback(132).unwrap();
+        assert_eq!(fallback(14336, 4096), Choice::Parts(1), "112 blocks");
+        assert_eq!(fallback(4096, 14336), Choice::Warps(8), "32 blocks: the many-rows kernel");
+        assert_eq!(fallback(8448, 4096), Choice::Parts(2), "66 blocks (half of 132) × 2 parts");
+        assert_eq!(fallback(8192, 4096), Choice::Warps(8), "64 blocks");
+        let few = TensorCoreCall::new(&spec, Path::Few, true, 12, 4096, 4096).unwrap();
+        assert_eq!(few.names(), ["w4", "w8", "w16"], "the few-rows kernel alone");
+        assert_eq!(few.kernel(Choice::Warps(8)), "quant_few_bf16_r16_w8");
+        let many = TensorCoreCall::new(&spec, Path::Many, true, 64, 4096, 4096).unwrap();
+        assert_eq!(many.kernel(Choice::Parts(4)), "quant_wg_bf16_s4");
+        assert_eq!(many.kernel(Choice::Warps(4)), "quant_mma_bf16_m4_w4_d1");
+        assert_eq!(many.grid(Choice::Parts(4)).unwrap(), [32, 1, 4]);
+        assert_eq!(many.grid(Choice::Warps(4)).unwrap(), [128, 1, 1]);
+        assert!(many.parse("c3").is_err() && many.parse("w16").is_err());
     }
 }
