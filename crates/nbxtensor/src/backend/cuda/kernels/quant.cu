@@ -768,7 +768,7 @@ __device__ __forceinline__ void ws_consumers_sync() { asm volatile("bar.sync 1, 
 template <typename S, int STAGES>
 __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
-                         int group, typename S::T* out, int early) {
+                         int group, typename S::T* out) {
     extern __shared__ uchar wg_raw[];
     unsigned int given;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
@@ -812,12 +812,6 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
                          : "memory");
         }
     }
-    if (early && warp == 4)  // the first spans' codes into L2 while the previous kernel finishes
-        for (int q = lane; q < STAGES * WG_COLS; q += 32) {
-            i64 s = q / WG_COLS, c = col0 + q % WG_COLS < n ? col0 + q % WG_COLS : n - 1;
-            if (s < count) asm volatile("prefetch.global.L2 [%0];" ::"l"(packed + c * (k / 2) + (first + s) * 64));
-        }
-    nbx_await_inputs();
     __syncthreads();
 
     if (warp == 4) {
@@ -1018,12 +1012,28 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// quant_wg_<dt>_s<stages>: 4 warps converting and multiplying, a fifth loading.
+// The first STAGES spans' codes of the block's columns into L2 (by the loading warp), while the
+// previous kernel finishes.
+template <int STAGES>
+__device__ void quant_wg_prefetch(const uchar* packed, i64 k, i64 n) {
+    if (threadIdx.x / 32 != 4) return;
+    const i64 col0 = (i64)blockIdx.x * WG_COLS, spans = k / WG_SPAN;
+    const i64 first = spans * blockIdx.z / gridDim.z, count = spans * (blockIdx.z + 1) / gridDim.z - first;
+    for (int q = threadIdx.x % 32; q < STAGES * WG_COLS; q += 32) {
+        const i64 s = q / WG_COLS, c = col0 + q % WG_COLS < n ? col0 + q % WG_COLS : n - 1;
+        if (s < count) asm volatile("prefetch.global.L2 [%0];" ::"l"(packed + c * (k / 2) + (first + s) * 64));
+    }
+}
+
+// quant_wg_<dt>_s<stages>: 4 warps converting and multiplying, a fifth loading; the codes'
+// prefetch before the inputs are awaited where `early` allows.
 #define NBX_QUANT_WG(dt, S, stages)                                                                                \
     extern "C" __global__ void __launch_bounds__(160, 1) quant_wg_##dt##_s##stages(                                \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,    \
         const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {            \
-        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out, early); \
+        if (early) quant_wg_prefetch<stages>(packed, k, n);                                                        \
+        nbx_await_inputs();                                                                                        \
+        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out);        \
     }
 // The instantiations quant.rs launches (`WG_STAGES`).
 NBX_QUANT_WG(bf16, BF16, 4)
