@@ -43,6 +43,15 @@ const MMA_COLUMNS: i64 = 32;
 const FEW_ROWS: i64 = 16;
 /// Rows of x up to which the few-rows kernel runs in blocks of 8 rows.
 const FEW_ROWS_SMALL: i64 = 8;
+/// The rows of x a few-rows block takes for `m` rows: 8 up to `FEW_ROWS_SMALL`, else 16.
+fn few_block_rows(m: i64) -> i64 {
+    if m <= FEW_ROWS_SMALL {
+        FEW_ROWS_SMALL
+    } else {
+        FEW_ROWS
+    }
+}
+
 /// The warps (splitting the depth) of a few-rows block where the autotune can neither measure
 /// nor find a choice (a launch recorded into a graph first), for `blocks` blocks on a device of
 /// `multiprocessors`: 16 where the blocks are fewer than two a multiprocessor (one block of 16
@@ -212,7 +221,7 @@ impl TensorCoreCall {
         let spans = k / MMA_SPAN;
         let (family, candidates, row_class) = match path {
             Path::Few => {
-                let rows = if m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS };
+                let rows = few_block_rows(m);
                 (format!("quant_few_{dt}_r{rows}"), FEW_WARPS.iter().map(|&w| Choice::Warps(w)).collect(), rows)
             }
             Path::Many => {
@@ -245,7 +254,7 @@ impl TensorCoreCall {
     fn grid(&self, choice: Choice) -> Result<[u32; 3]> {
         let (rows, columns, parts) = match (self.path, choice) {
             (_, Choice::Parts(c)) => (WG_ROWS, WG_COLUMNS, c),
-            (Path::Few, _) => (if self.m <= FEW_ROWS_SMALL { FEW_ROWS_SMALL } else { FEW_ROWS }, MMA_COLUMNS, 1),
+            (Path::Few, _) => (few_block_rows(self.m), MMA_COLUMNS, 1),
             (Path::Many, _) => (MMA_ROWS, MMA_COLUMNS, 1),
         };
         let grid_x = grid_extent("matmul_int4", self.n, columns, i32::MAX as u32)?;
