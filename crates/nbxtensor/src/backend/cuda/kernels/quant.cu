@@ -765,6 +765,14 @@ __device__ __forceinline__ void ws_wait(unsigned int bar, unsigned int parity) {
 }
 __device__ __forceinline__ void ws_consumers_sync() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 
+// The spans of depth this block's part takes: [first, first + count) of k / WG_SPAN, part
+// blockIdx.z of gridDim.z.
+__device__ __forceinline__ void wg_part_spans(i64 k, i64& first, i64& count) {
+    const i64 spans = k / WG_SPAN;
+    first = spans * blockIdx.z / gridDim.z;
+    count = spans * (blockIdx.z + 1) / gridDim.z - first;
+}
+
 template <typename S, int STAGES>
 __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
@@ -791,9 +799,9 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
     constexpr unsigned int base_bytes = (QuantBase<S>::BITS >> 24) * 0x01010101u;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const i64 col0 = (i64)blockIdx.x * WG_COLS, row0 = (i64)blockIdx.y * WG_ROWS;
-    const i64 spans = k / WG_SPAN;
-    const int parts = gridDim.z, part = blockIdx.z;
-    const i64 first = spans * part / parts, last = spans * (part + 1) / parts, count = last - first;
+    const int parts = gridDim.z;
+    i64 first, count;
+    wg_part_spans(k, first, count);
 
     if (tid == 0) {
         for (int i = 0; i < STAGES; ++i) {
@@ -1017,8 +1025,9 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
 template <int STAGES>
 __device__ void quant_wg_prefetch(const uchar* packed, i64 k, i64 n) {
     if (threadIdx.x / 32 != 4) return;
-    const i64 col0 = (i64)blockIdx.x * WG_COLS, spans = k / WG_SPAN;
-    const i64 first = spans * blockIdx.z / gridDim.z, count = spans * (blockIdx.z + 1) / gridDim.z - first;
+    const i64 col0 = (i64)blockIdx.x * WG_COLS;
+    i64 first, count;
+    wg_part_spans(k, first, count);
     for (int q = threadIdx.x % 32; q < STAGES * WG_COLS; q += 32) {
         const i64 s = q / WG_COLS, c = col0 + q % WG_COLS < n ? col0 + q % WG_COLS : n - 1;
         if (s < count) asm volatile("prefetch.global.L2 [%0];" ::"l"(packed + c * (k / 2) + (first + s) * 64));
