@@ -18,6 +18,7 @@
 
 use super::dims::{aligned16, grid_extent, merged_layout};
 use super::memory::{CudaContext, CudaDeviceInfo};
+use super::tensor_map::{Swizzle, TensorMap};
 use super::{device_context, device_ptr, function, recent, register, tuning, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
@@ -86,6 +87,8 @@ const WARPGROUP_ARCH: &str = "sm_90";
 const WG_ROWS: i64 = 64;
 const WG_COLUMNS: i64 = 128;
 const WG_THREADS: u32 = 160;
+/// The depth of one box of x a warpgroup block copies (two make a span).
+const WG_DEPTH_BOX: i64 = 64;
 /// Spans in flight in a warpgroup block's ring (`NBX_QUANT_WG` instantiates it).
 const WG_STAGES: u32 = 4;
 /// The parts a warpgroup call may cut the depth into (one cluster of that many blocks; 8 is the
@@ -337,6 +340,34 @@ impl TensorCoreCall {
     }
 }
 
+/// The TMA descriptors of a warpgroup launch (quant.cu's `quant_wg`): x [m, k] as 16-bit
+/// elements in boxes of 64 rows × [`WG_DEPTH_BOX`] (128-byte swizzle), and the codes [n, k / 2]
+/// in boxes of [`WG_COLUMNS`] columns × 64 bytes (64-byte swizzle).
+fn warpgroup_maps(x: u64, packed: u64, m: i64, n: i64, k: i64) -> Result<[TensorMap; 2]> {
+    let depth_box = WG_DEPTH_BOX as u32;
+    let x_map = TensorMap::tiled_2d(
+        "matmul_int4's x",
+        x,
+        2,
+        k as u64,
+        m as u64,
+        2 * k as u64,
+        [depth_box, WG_ROWS as u32],
+        Swizzle::Bytes128,
+    )?;
+    let code_map = TensorMap::tiled_2d(
+        "matmul_int4's codes",
+        packed,
+        1,
+        (k / 2) as u64,
+        n as u64,
+        (k / 2) as u64,
+        [depth_box / 2, WG_COLUMNS as u32],
+        Swizzle::Bytes64,
+    )?;
+    Ok([x_map, code_map])
+}
+
 /// Whether the call's dtype and layout suit the tensor cores (float16 or bfloat16 x, 4-bit
 /// codes in groups of whole spans); its operands must also be contiguous and 16-byte aligned.
 fn tensor_core_layout(spec: &MatmulInt4) -> bool {
@@ -404,6 +435,10 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
             args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
             args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
             args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
+            if let Choice::Parts(_) = choice {
+                let [x_map, code_map] = warpgroup_maps(device_ptr(x), device_ptr(packed), m, n, k)?;
+                args.tensor_map(&x_map).tensor_map(&code_map);
+            }
             call.launch(device, choice, &mut args)
         };
         let choice = call.choice(context, |choice| launch_with(choice, false))?;
