@@ -341,8 +341,9 @@ impl TensorCoreCall {
 }
 
 /// The TMA descriptors of a warpgroup launch (quant.cu's `quant_wg`): x [m, k] as 16-bit
-/// elements in boxes of 64 rows × [`WG_DEPTH_BOX`] (128-byte swizzle), and the codes [n, k / 2]
-/// in boxes of [`WG_COLUMNS`] columns × 64 bytes (64-byte swizzle).
+/// elements in boxes of 64 rows × [`WG_DEPTH_BOX`] (128-byte swizzle, two boxes a span), and the
+/// codes [n, k / 2] in boxes of [`WG_COLUMNS`] columns × a span's 64 bytes (64-byte swizzle). The
+/// kernel expects exactly these boxes' bytes on each slot's barrier.
 fn warpgroup_maps(x: u64, packed: u64, m: i64, n: i64, k: i64) -> Result<[TensorMap; 2]> {
     let depth_box = WG_DEPTH_BOX as u32;
     let x_map = TensorMap::tiled_2d(
@@ -362,7 +363,7 @@ fn warpgroup_maps(x: u64, packed: u64, m: i64, n: i64, k: i64) -> Result<[Tensor
         (k / 2) as u64,
         n as u64,
         (k / 2) as u64,
-        [depth_box / 2, WG_COLUMNS as u32],
+        [(MMA_SPAN / 2) as u32, WG_COLUMNS as u32],
         Swizzle::Bytes64,
     )?;
     Ok([x_map, code_map])
