@@ -100,8 +100,13 @@ const WG_PARTS: &[u32] = &[1, 2, 4, 8];
 /// (8 KiB) and scales (512 bytes); two 34 KiB B buffers; two spans' scales and shifts; the ring's
 /// two barriers a slot.
 const fn wg_shared(stages: u32) -> u32 {
-    1024 + stages * (16384 + 8192 + 512) + 2 * 2 * 17408 + 2 * 128 * 8 + 2 * stages * 8
+    1024 + stages * (WG_X_SLOT + WG_CODE_SLOT + 512) + 2 * 2 * 17408 + 2 * 128 * 8 + 2 * stages * 8
 }
+
+/// The bytes of x and of codes a span's ring slot holds (quant.cu's `WG_XSTAGE`, `WG_CSTAGE`):
+/// the slot's barrier expects exactly their sum from the TMA boxes of [`warpgroup_maps`].
+const WG_X_SLOT: u32 = 16384;
+const WG_CODE_SLOT: u32 = 8192;
 
 /// The parts of a warpgroup call where the autotune can neither measure nor find a choice: the
 /// most (up to 8, no more than the spans) that keeps the blocks within one a multiprocessor.
@@ -498,6 +503,15 @@ mod tests {
         assert_eq!(few_warps(264, 132), 8);
         assert_eq!(mma_warps(128, 132), 8);
         assert_eq!(mma_warps(448, 132), 4);
+    }
+
+    #[test]
+    fn the_warpgroup_boxes_fill_a_ring_slot_exactly() {
+        // a box short of the slot leaves its barrier waiting for bytes that never come
+        let x_boxes = 2 * WG_DEPTH_BOX * 2 * WG_ROWS;
+        assert_eq!(x_boxes, i64::from(WG_X_SLOT), "two depth boxes of x a span");
+        assert_eq!(WG_DEPTH_BOX * 2, MMA_SPAN, "two depth boxes make a span");
+        assert_eq!(MMA_SPAN / 2 * WG_COLUMNS, i64::from(WG_CODE_SLOT), "one box of codes a span");
     }
 
     #[test]
