@@ -42,6 +42,7 @@ mod select;
 mod softmax;
 mod sort;
 mod source;
+mod tensor_map;
 mod tuning;
 mod unary;
 

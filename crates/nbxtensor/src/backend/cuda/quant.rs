@@ -18,6 +18,7 @@
 
 use super::dims::{aligned16, grid_extent, merged_layout};
 use super::memory::{CudaContext, CudaDeviceInfo};
+use super::tensor_map::{Swizzle, TensorMap};
 use super::{device_context, device_ptr, function, recent, register, tuning, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
@@ -86,6 +87,8 @@ const WARPGROUP_ARCH: &str = "sm_90";
 const WG_ROWS: i64 = 64;
 const WG_COLUMNS: i64 = 128;
 const WG_THREADS: u32 = 160;
+/// The depth of one box of x a warpgroup block copies (two make a span).
+const WG_DEPTH_BOX: i64 = 64;
 /// Spans in flight in a warpgroup block's ring (`NBX_QUANT_WG` instantiates it).
 const WG_STAGES: u32 = 4;
 /// The parts a warpgroup call may cut the depth into (one cluster of that many blocks; 8 is the
@@ -97,8 +100,13 @@ const WG_PARTS: &[u32] = &[1, 2, 4, 8];
 /// (8 KiB) and scales (512 bytes); two 34 KiB B buffers; two spans' scales and shifts; the ring's
 /// two barriers a slot.
 const fn wg_shared(stages: u32) -> u32 {
-    1024 + stages * (16384 + 8192 + 512) + 2 * 2 * 17408 + 2 * 128 * 8 + 2 * stages * 8
+    1024 + stages * (WG_X_SLOT + WG_CODE_SLOT + 512) + 2 * 2 * 17408 + 2 * 128 * 8 + 2 * stages * 8
 }
+
+/// The bytes of x and of codes a span's ring slot holds (quant.cu's `WG_XSTAGE`, `WG_CSTAGE`):
+/// the slot's barrier expects exactly their sum from the TMA boxes of [`warpgroup_maps`].
+const WG_X_SLOT: u32 = 16384;
+const WG_CODE_SLOT: u32 = 8192;
 
 /// The parts of a warpgroup call where the autotune can neither measure nor find a choice: the
 /// most (up to 8, no more than the spans) that keeps the blocks within one a multiprocessor.
@@ -337,6 +345,35 @@ impl TensorCoreCall {
     }
 }
 
+/// The TMA descriptors of a warpgroup launch (quant.cu's `quant_wg`): x [m, k] as 16-bit
+/// elements in boxes of 64 rows × [`WG_DEPTH_BOX`] (128-byte swizzle, two boxes a span), and the
+/// codes [n, k / 2] in boxes of [`WG_COLUMNS`] columns × a span's 64 bytes (64-byte swizzle). The
+/// kernel expects exactly these boxes' bytes on each slot's barrier.
+fn warpgroup_maps(x: u64, packed: u64, m: i64, n: i64, k: i64) -> Result<[TensorMap; 2]> {
+    let depth_box = WG_DEPTH_BOX as u32;
+    let x_map = TensorMap::tiled_2d(
+        "matmul_int4's x",
+        x,
+        2,
+        k as u64,
+        m as u64,
+        2 * k as u64,
+        [depth_box, WG_ROWS as u32],
+        Swizzle::Bytes128,
+    )?;
+    let code_map = TensorMap::tiled_2d(
+        "matmul_int4's codes",
+        packed,
+        1,
+        (k / 2) as u64,
+        n as u64,
+        (k / 2) as u64,
+        [(MMA_SPAN / 2) as u32, WG_COLUMNS as u32],
+        Swizzle::Bytes64,
+    )?;
+    Ok([x_map, code_map])
+}
+
 /// Whether the call's dtype and layout suit the tensor cores (float16 or bfloat16 x, 4-bit
 /// codes in groups of whole spans); its operands must also be contiguous and 16-byte aligned.
 fn tensor_core_layout(spec: &MatmulInt4) -> bool {
@@ -404,6 +441,10 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
             args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
             args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
             args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
+            if let Choice::Parts(_) = choice {
+                let [x_map, code_map] = warpgroup_maps(device_ptr(x), device_ptr(packed), m, n, k)?;
+                args.tensor_map(&x_map).tensor_map(&code_map);
+            }
             call.launch(device, choice, &mut args)
         };
         let choice = call.choice(context, |choice| launch_with(choice, false))?;
@@ -462,6 +503,15 @@ mod tests {
         assert_eq!(few_warps(264, 132), 8);
         assert_eq!(mma_warps(128, 132), 8);
         assert_eq!(mma_warps(448, 132), 4);
+    }
+
+    #[test]
+    fn the_warpgroup_boxes_fill_a_ring_slot_exactly() {
+        // a box short of the slot leaves its barrier waiting for bytes that never come
+        let x_boxes = 2 * WG_DEPTH_BOX * 2 * WG_ROWS;
+        assert_eq!(x_boxes, i64::from(WG_X_SLOT), "two depth boxes of x a span");
+        assert_eq!(WG_DEPTH_BOX * 2, MMA_SPAN, "two depth boxes make a span");
+        assert_eq!(MMA_SPAN / 2 * WG_COLUMNS, i64::from(WG_CODE_SLOT), "one box of codes a span");
     }
 
     #[test]

@@ -37,23 +37,23 @@
 //     at 8 rows its x) in flight. The codes stay under the exponent of 128 or 1024 (one logic op
 //     a pair of them, no subtraction): that base times Σ x leaves with the minimum. Scale and
 //     minimum offsets in 32 bits (the launch checks).
-//   quant_wg_<dt>_s<STAGES>(the arguments of quant_mma)
+//   quant_wg_<dt>_s<STAGES>(the arguments of quant_mma, then TmaMap x_map, TmaMap code_map)
 //     float16 and bfloat16 x, 4-bit codes, Hopper only (compiled for sm_90a, absent elsewhere):
 //     the product on warpgroup tensor-core instructions (wgmma). A block computes 64 rows × 128
 //     columns over the depth spans of its part, blockIdx.z of gridDim.z (a cluster of gridDim.z
 //     blocks along z, up to 8, adds the parts through distributed shared memory in rank order).
-//     A fifth warp loads: per span of 128, x's 64 × 128 (128-byte swizzle) and the codes' 128 × 64
-//     bytes by cp.async into a ring of STAGES (rows past x's and columns past W's are not loaded:
-//     they feed only outputs that are never stored), counted on the slot's barrier, and the scales and
-//     minima STAGES − 2 spans behind through registers (the steps unrolled STAGES − 2 at a time, so
-//     that a load is read only when it is that old). The warpgroup turns each column's codes
-//     into 16-bit (base + code) values of the B operand, whose 8 extra rows of ones give Σx, and
-//     runs 8 asynchronous m64n136k16 products a span (the next span's codes converted meanwhile),
-//     then folds scale·Σ x·(base + code) + (minimum − base·scale)·Σ x. The loads stay out of the
-//     warpgroup, whose proxy fence each span would otherwise wait for them. `early`: the first
-//     spans' codes are prefetched into L2 before the inputs are awaited. Needs WG_SHARED(STAGES)
-//     bytes of dynamic shared memory (checked), x contiguous with 16-byte aligned rows, packed
-//     contiguous.
+//     A fifth warp loads: per span of 128, x's 64 × 128 (two boxes of x_map: x [m, k] as 16-bit
+//     elements, 64 × 64 boxes, 128-byte swizzle) and the codes' 128 × 64 bytes (a box of
+//     code_map: packed [n, k / 2] bytes, 128 × 64 boxes, 64-byte swizzle) by the tensor memory
+//     accelerator into a ring of STAGES (rows past x's and columns past W's arrive as zeros),
+//     counted on the slot's barrier, and the scales and minima STAGES − 2 spans behind through
+//     registers (the steps unrolled STAGES − 2 at a time, so that a load is read only when it is
+//     that old). The warpgroup turns each column's codes into 16-bit (base + code) values of the
+//     B operand, whose 8 extra rows of ones give Σx, and runs 8 asynchronous m64n136k16 products
+//     a span (the next span's codes converted meanwhile), then folds scale·Σ x·(base + code) +
+//     (minimum − base·scale)·Σ x. `early`: the first spans' codes are prefetched into L2 before
+//     the inputs are awaited. Needs WG_SHARED(STAGES) bytes of dynamic shared memory (checked),
+//     x contiguous with 16-byte aligned rows, packed contiguous (quant.rs encodes both maps).
 //   quant_gemm_b<BITS>_<dt>(const T* x, Layout x_rows, i64 x_col, i64 m, i64 k,
 //                           const uchar* packed, i64 p_row, i64 p_col, const half* scales,
 //                           i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col,
@@ -698,13 +698,17 @@ __device__ __forceinline__ unsigned int wg_smem(const void* p) {
     return (unsigned int)__cvta_generic_to_shared(p);
 }
 
-__device__ __forceinline__ void wg_cp16(unsigned int dst, const void* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void wg_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+// A TMA descriptor (CUtensorMap), passed by value as a __grid_constant__ kernel parameter.
+struct alignas(64) TmaMap {
+    unsigned long long words[16];
+};
+// Box (c0, c1) of `map` into shared memory at `dst` by the tensor memory accelerator, its bytes
+// counted on the barrier `bar` (elements past the tensor's ends arrive as zeros).
+__device__ __forceinline__ void wg_tma_2d(unsigned int dst, const TmaMap& map, int c0, int c1, unsigned int bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
 }
 __device__ __forceinline__ void wg_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -752,8 +756,9 @@ __device__ __forceinline__ void ws_init(unsigned int bar, unsigned int count) {
 __device__ __forceinline__ void ws_arrive(unsigned int bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ void ws_arrive_copies(unsigned int bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+// One arrival on `bar` that also expects `bytes` of transfers on it.
+__device__ __forceinline__ void ws_arrive_expecting(unsigned int bar, unsigned int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void ws_wait(unsigned int bar, unsigned int parity) {
     asm volatile(
@@ -776,7 +781,7 @@ __device__ __forceinline__ void wg_part_spans(i64 k, i64& first, i64& count) {
 template <typename S, int STAGES>
 __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
-                         int group, typename S::T* out) {
+                         int group, typename S::T* out, const TmaMap& x_map, const TmaMap& code_map) {
     extern __shared__ uchar wg_raw[];
     unsigned int given;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
@@ -805,7 +810,7 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
 
     if (tid == 0) {
         for (int i = 0; i < STAGES; ++i) {
-            ws_init(full(i), 64);
+            ws_init(full(i), 33);  // the copies' arrival and the loading warp's 32 lanes (scales)
             ws_init(empty(i), 128);
         }
     }
@@ -823,23 +828,6 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
     __syncthreads();
 
     if (warp == 4) {
-        // lane's x chunks: column chunk c16 of rows 2u + x_hi (u = 0…31), 128-byte swizzled: the
-        // offset in a slot is x_off[u % 4] + (u / 4)·1024; its codes: chunk c_j of columns 8u + c_col
-        // at c_off + 512u
-        const int x_hi = lane >> 4, c16 = lane & 15, cx = (c16 & 7) ^ x_hi;
-        unsigned int x_off[4];
-#pragma unroll
-        for (int e4 = 0; e4 < 4; ++e4)
-            x_off[e4] = (c16 >> 3) * WG_XTILE + (2 * e4 + x_hi) * 128 + ((cx ^ (2 * e4)) << 4);
-        // the u with a row (column) in x (W): all of them, or the first x_count (c_count)
-        const i64 rows_left = m - row0, cols_left = n - col0;
-        const bool x_all = rows_left >= WG_ROWS, c_all = cols_left >= WG_COLS;
-        const int x_count = x_all ? 32 : (int)((rows_left - x_hi + 1) / 2);
-        const typename S::T* x_lane = x + (row0 + x_hi) * k + c16 * 8;
-        const int c_col = lane >> 2, c_j = lane & 3;
-        const unsigned int c_off = c_col * 64 + ((c_j ^ ((c_col >> 1) & 3)) << 4);
-        const uchar* c_lane = packed + (col0 + c_col) * (k / 2) + 16 * c_j;
-        const int c_count = c_all ? 16 : (int)((cols_left - c_col + 7) / 8);
         constexpr int LAG = STAGES - 2;
         unsigned short sc_raw[LAG][4], mn_raw[LAG][4];
         for (i64 s0 = 0; s0 < count + LAG; s0 += LAG) {
@@ -849,28 +837,15 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
                 if (s < count) {
                     const int slot = (int)(s % STAGES);
                     if (s >= STAGES) ws_wait(empty(slot), (unsigned int)((s / STAGES - 1) & 1));
-                    // x's valid rows and the codes' valid columns only: the rest of the slot
-                    // feeds output rows and columns that are never stored
-                    const typename S::T* xsrc = x_lane + (first + s) * WG_SPAN;
-                    const unsigned int xdst = xs + slot * WG_XSTAGE;
-                    if (x_all) {
-#pragma unroll
-                        for (int u = 0; u < 32; ++u, xsrc += 2 * k) wg_cp16(xdst + x_off[u & 3] + (u >> 2) * 1024, xsrc, 16);
-                    } else {
-                        for (int u = 0; u < x_count; ++u, xsrc += 2 * k) {
-                            int r8 = (2 * u + x_hi) & 7;
-                            wg_cp16(xdst + (c16 >> 3) * WG_XTILE + (u >> 2) * 1024 + r8 * 128 + (((c16 & 7) ^ r8) << 4), xsrc, 16);
-                        }
+                    // x's two depth tiles (128-byte swizzle) and the codes (64-byte swizzle) by
+                    // TMA; rows and columns past the ends arrive as zeros
+                    if (lane == 0) {
+                        const int d0 = (int)((first + s) * WG_SPAN);
+                        ws_arrive_expecting(full(slot), WG_XSTAGE + WG_CSTAGE);
+                        wg_tma_2d(xs + slot * WG_XSTAGE, x_map, d0, (int)row0, full(slot));
+                        wg_tma_2d(xs + slot * WG_XSTAGE + WG_XTILE, x_map, d0 + 64, (int)row0, full(slot));
+                        wg_tma_2d(cs + slot * WG_CSTAGE, code_map, d0 / 2, (int)col0, full(slot));
                     }
-                    const uchar* csrc = c_lane + (first + s) * 64;
-                    const unsigned int cdst = cs + slot * WG_CSTAGE + c_off;
-                    if (c_all) {
-#pragma unroll
-                        for (int u = 0; u < 16; ++u, csrc += 4 * k) wg_cp16(cdst + u * 512, csrc, 16);
-                    } else {
-                        for (int u = 0; u < c_count; ++u, csrc += 4 * k) wg_cp16(cdst + u * 512, csrc, 16);
-                    }
-                    ws_arrive_copies(full(slot));
                 }
                 if (s >= LAG && s - LAG < count) {  // the scales of span s − LAG, loaded LAG steps ago
                     const int slot = (int)((s - LAG) % STAGES);
@@ -893,7 +868,6 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
                 }
             }
         }
-        wg_wait<0>();
     }
 
     float acc[64];
@@ -1039,10 +1013,12 @@ __device__ void quant_wg_prefetch(const uchar* packed, i64 k, i64 n) {
 #define NBX_QUANT_WG(dt, S, stages)                                                                                \
     extern "C" __global__ void __launch_bounds__(160, 1) quant_wg_##dt##_s##stages(                                \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,    \
-        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early) {            \
+        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early,              \
+        const __grid_constant__ TmaMap x_map, const __grid_constant__ TmaMap code_map) {                           \
         if (early) quant_wg_prefetch<stages>(packed, k, n);                                                        \
         nbx_await_inputs();                                                                                        \
-        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out);        \
+        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out, x_map,  \
+                            code_map);                                                                             \
     }
 // The instantiations quant.rs launches (`WG_STAGES`).
 NBX_QUANT_WG(bf16, BF16, 4)
