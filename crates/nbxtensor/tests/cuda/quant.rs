@@ -136,20 +136,27 @@ fn leading_dims_strided_x_and_bad_shapes() {
 }
 
 #[test]
-fn the_device_declares_no_workspace() {
-    // the CPU declares scratch for x widened (and W dequantized past a few rows); the GPU none
+fn the_device_declares_workspace_for_the_warpgroup_parts_sums_alone() {
+    // the many-rows path keeps the float32 sums of the warpgroup kernel's largest part count
+    // (64 × 128 a block and part); the few-rows path and float32 x need none
     let (bits, group) = layout();
     let k = 2 * group as i64;
     let meta = |dtype: DType, shape: &[i64]| TensorMeta::new(dtype, shape);
-    let kernel = launches().bind("matmul_int4", DType::Float16, &Attrs::new()).unwrap();
-    for rows in [1, 100] {
+    for (dtype, rows, want) in [
+        (DType::Float16, 1, 0),
+        (DType::Float16, 16, 0),
+        (DType::Float16, 100, 2 * 2 * 64 * 128 * 4), // 2 row blocks × 1 column block, 2 spans: 2 parts
+        (DType::Bfloat16, 64, 2 * 64 * 128 * 4),
+        (DType::Float32, 100, 0),
+    ] {
+        let kernel = launches().bind("matmul_int4", dtype, &Attrs::new()).unwrap();
         let inputs = [
-            meta(DType::Float16, &[rows, k]),
+            meta(dtype, &[rows, k]),
             meta(DType::Uint8, &[40, k * bits as i64 / 8]),
             meta(DType::Float16, &[40, k / group as i64]),
             meta(DType::Float16, &[40, k / group as i64]),
         ];
-        assert_eq!(kernel.declare(&inputs).unwrap().workspace, 0, "{rows} rows");
+        assert_eq!(kernel.declare(&inputs).unwrap().workspace, want, "{dtype:?}, {rows} rows");
     }
 }
 

@@ -265,20 +265,6 @@ impl CudaFunction {
         shared_bytes: u32,
         args: &mut Args,
     ) -> Result<(), KernelError> {
-        self.launch_in_clusters(grid, block, shared_bytes, None, args)
-    }
-
-    /// As [`CudaFunction::launch`], the blocks in thread-block clusters of `cluster` blocks
-    /// (each dimension dividing the grid's; compute capability 9.0 on), whose shared memories
-    /// the kernel may reach; `None`: no clusters.
-    pub fn launch_in_clusters(
-        &self,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
-        cluster: Option<[u32; 3]>,
-        args: &mut Args,
-    ) -> Result<(), KernelError> {
         self.context.bind().map_err(KernelError::Device)?;
         if grid.contains(&0) {
             return Ok(()); // nothing to do: an empty tensor
@@ -286,27 +272,12 @@ impl CudaFunction {
         let mut pointers = [std::ptr::null_mut(); ARGS_COUNT];
         args.pointers(&mut pointers)?;
         let overlapped = overlapped_launches() && self.context.info().compute_capability >= PROGRAMMATIC_LAUNCH_SINCE;
-        let mut attributes = Vec::with_capacity(2);
+        let mut attributes = Vec::with_capacity(1);
         if overlapped {
             attributes.push(sys::CUlaunchAttribute {
                 id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
                 pad: [0; 4],
                 value: sys::CUlaunchAttributeValue { programmaticStreamSerializationAllowed: 1 },
-            });
-        }
-        if let Some([x, y, z]) = cluster {
-            if grid[0] % x != 0 || grid[1] % y != 0 || grid[2] % z != 0 {
-                return Err(KernelError::Invalid(format!(
-                    "a cluster of {x} × {y} × {z} blocks does not divide the grid {} × {} × {}",
-                    grid[0], grid[1], grid[2]
-                )));
-            }
-            attributes.push(sys::CUlaunchAttribute {
-                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                pad: [0; 4],
-                value: sys::CUlaunchAttributeValue {
-                    clusterDim: sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z },
-                },
             });
         }
         let config = sys::CUlaunchConfig {

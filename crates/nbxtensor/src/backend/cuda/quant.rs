@@ -9,17 +9,18 @@
 //! that no product is spent on rows x does not have; more rows in 64-row blocks), with the
 //! warps a block the autotune measured best for the device and shape class. On Hopper (sm_90)
 //! the warpgroup products (`quant_wg_…`: 64 × 128 output blocks, the depth cut into 1 to 8 parts
-//! folded inside a thread-block cluster) are candidates of that choice for more than 16 rows,
-//! beside the 64-row blocks' warps. float32 x of
+//! whose float32 sums a second kernel adds in part order) are candidates of that choice for more
+//! than 16 rows, beside the 64-row blocks' warps. float32 x of
 //! up to [`GEMV_ROWS`] rows reads the codes into registers, 16 bytes per lane, and dequantizes
 //! them for float32 products; other rows and layouts run a tiled product that dequantizes tiles
-//! of W into shared memory. None needs workspace (the spec declares none; the CPU's launch
-//! declares its own scratch).
+//! of W into shared memory. The workspace ([`workspace`]) holds the parts' sums of the
+//! warpgroup calls of more than one part, where the tensor cores serve more than 16 rows; no
+//! other call needs any.
 
 use super::dims::{aligned16, grid_extent, merged_layout};
 use super::memory::{CudaContext, CudaDeviceInfo};
 use super::tensor_map::{Swizzle, TensorMap};
-use super::{device_context, device_ptr, function, recent, register, tuning, Args};
+use super::{device_context, device_ptr, function, recent, register_with_workspace, tuning, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
@@ -91,9 +92,36 @@ const WG_THREADS: u32 = 160;
 const WG_DEPTH_BOX: i64 = 64;
 /// Spans in flight in a warpgroup block's ring (`NBX_QUANT_WG` instantiates it).
 const WG_STAGES: u32 = 4;
-/// The parts a warpgroup call may cut the depth into (one cluster of that many blocks; 8 is the
-/// most a portable cluster holds).
+/// The parts a warpgroup call may cut the depth into (each part's blocks independent; more than
+/// one writes float32 sums that `quant_wg_fold_…` adds).
 const WG_PARTS: &[u32] = &[1, 2, 4, 8];
+/// The most blocks a warpgroup call of more than one part may have: two waves of the largest
+/// Hopper's 132 multiprocessors, rounded up, so that its workspace stays within
+/// `WG_SPLIT_BLOCKS · WG_TILE_BYTES` = 8 MiB.
+const WG_SPLIT_BLOCKS: i64 = 256;
+/// The float32 sums of one block's part (64 × 128), in the workspace.
+const WG_TILE_BYTES: u64 = (WG_ROWS * WG_COLUMNS * 4) as u64;
+/// Threads a block of the fold of the parts' sums (`quant_wg_fold_…`), 4 columns each.
+const FOLD_THREADS: u32 = 256;
+
+/// The parts a warpgroup call of `tiles` output blocks over `spans` spans may take: no more
+/// than the spans, and more than one only while the blocks stay within [`WG_SPLIT_BLOCKS`].
+fn wg_part_counts(tiles: i64, spans: i64) -> impl Iterator<Item = u32> {
+    WG_PARTS
+        .iter()
+        .copied()
+        .filter(move |&c| i64::from(c) <= spans.max(1) && (c == 1 || tiles * i64::from(c) <= WG_SPLIT_BLOCKS))
+}
+
+/// The workspace of a warpgroup call of `tiles` output blocks over `spans` spans: the float32
+/// sums of its largest part count above one (none where it has no such count).
+fn wg_workspace(tiles: i64, spans: i64) -> u64 {
+    wg_part_counts(tiles, spans)
+        .filter(|&c| c > 1)
+        .map(|c| u64::from(c) * tiles as u64 * WG_TILE_BYTES)
+        .max()
+        .unwrap_or(0)
+}
 
 /// The dynamic shared memory of a warpgroup block of `stages` (quant.cu's `WG_SHARED`, which
 /// the kernel checks it was given): 1 KiB of alignment; the ring of x (16 KiB a span), codes
@@ -109,23 +137,17 @@ const WG_X_SLOT: u32 = 16384;
 const WG_CODE_SLOT: u32 = 8192;
 
 /// The parts of a warpgroup call where the autotune can neither measure nor find a choice: the
-/// most (up to 8, no more than the spans) that keeps the blocks within one a multiprocessor.
-fn wg_parts(blocks: i64, spans: i64, multiprocessors: u32) -> u32 {
-    WG_PARTS
-        .iter()
-        .copied()
-        .filter(|&c| i64::from(c) <= spans.max(1) && blocks * i64::from(c) <= i64::from(multiprocessors))
-        .max()
-        .unwrap_or(1)
+/// most of [`wg_part_counts`] that keeps the blocks within one a multiprocessor. In the lab on
+/// an H100 at 64 rows, the parts as independent blocks: 4 of 32 blocks (4096 × 4096 and
+/// 4096 × 14336) 11.7 and 31.1 µs before their fold, 1 of 112 blocks (14336 × 4096) 34.8
+/// (docs/BENCHMARKS.md, twenty-second session).
+fn wg_parts(blocks: i64, counts: impl Iterator<Item = u32>, multiprocessors: u32) -> u32 {
+    counts.filter(|&c| blocks * i64::from(c) <= i64::from(multiprocessors)).max().unwrap_or(1)
 }
 
-/// Whether the warpgroup kernel serves a call of `blocks` warpgroup blocks (one part each) where
-/// the autotune can neither measure nor find a choice: where they fill at least half the
-/// multiprocessors. On an H100 at 64 rows, 112 blocks (14336 × 4096) took 38.3 µs against the
-/// many-rows kernel's 61.0, while 32 blocks (4096 columns) took 22.1 and 58.3 µs at their best
-/// parts against its 17.4 and 55.6 (docs/BENCHMARKS.md, twentieth session).
-fn warpgroup_wins(blocks: i64, multiprocessors: u32) -> bool {
-    2 * blocks >= i64::from(multiprocessors)
+/// The output blocks (64 × 128) of a warpgroup call of `m` rows and `n` columns.
+fn wg_tiles(m: i64, n: i64) -> i64 {
+    ((n.max(0) + WG_COLUMNS - 1) / WG_COLUMNS) * ((m.max(0) + WG_ROWS - 1) / WG_ROWS)
 }
 
 /// The warps of a many-rows tensor-core block where the autotune can neither measure nor find
@@ -190,7 +212,7 @@ impl Path {
 enum Choice {
     /// The few- or many-rows kernel with this many warps a block (named `w…`).
     Warps(u32),
-    /// The warpgroup kernel over this many parts of the depth, one cluster (named `c…`).
+    /// The warpgroup kernel over this many parts of the depth (named `c…`).
     Parts(u32),
 }
 
@@ -212,10 +234,9 @@ struct TensorCoreCall {
     family: String,
     dt: &'static str,
     candidates: Vec<Choice>,
-    /// Rows of x, columns of W and spans of the depth (`k / MMA_SPAN`).
+    /// Rows of x and columns of W.
     m: i64,
     n: i64,
-    spans: i64,
     /// Its shape class: of the many-rows kernels the rows rounded up to a power of two (one
     /// choice for the whole class), of the few-rows one to its block rows.
     shape: String,
@@ -223,8 +244,17 @@ struct TensorCoreCall {
 
 impl TensorCoreCall {
     /// The call of `m` rows × `n` columns × `k` depth on `path`; `warpgroup`: the device runs
-    /// the warpgroup kernel.
-    fn new(spec: &MatmulInt4, path: Path, warpgroup: bool, m: i64, n: i64, k: i64) -> Result<TensorCoreCall> {
+    /// the warpgroup kernel; `room`: the workspace's bytes, which bound its part counts above
+    /// one ([`wg_workspace`] is what the call declares).
+    fn new(
+        spec: &MatmulInt4,
+        path: Path,
+        warpgroup: bool,
+        m: i64,
+        n: i64,
+        k: i64,
+        room: u64,
+    ) -> Result<TensorCoreCall> {
         let dt = spec.dtype.launch_key();
         let spans = k / MMA_SPAN;
         let (family, candidates, row_class) = match path {
@@ -235,14 +265,16 @@ impl TensorCoreCall {
             Path::Many => {
                 let mut candidates: Vec<Choice> = MMA_WARPS.iter().map(|&w| Choice::Warps(w)).collect();
                 if warpgroup {
-                    let parts = WG_PARTS.iter().filter(|&&c| i64::from(c) <= spans.max(1));
-                    candidates.extend(parts.map(|&c| Choice::Parts(c)));
+                    let tiles = wg_tiles(m, n);
+                    let parts = wg_part_counts(tiles, spans)
+                        .filter(|&c| c == 1 || u64::from(c) * tiles as u64 * WG_TILE_BYTES <= room);
+                    candidates.extend(parts.map(Choice::Parts));
                 }
                 (format!("quant_mma_{dt}_m4"), candidates, (m.max(1) as u64).next_power_of_two() as i64)
             }
         };
         let shape = format!("m{row_class} n{n} k{k} g{}", spec.layout.group);
-        let call = TensorCoreCall { path, family, dt, candidates, m, n, spans, shape };
+        let call = TensorCoreCall { path, family, dt, candidates, m, n, shape };
         for &choice in &call.candidates {
             call.grid(choice)?;
         }
@@ -288,14 +320,14 @@ impl TensorCoreCall {
         };
         Ok(match self.path {
             Path::Few => Choice::Warps(few_warps(blocks(Choice::Warps(1))?, multiprocessors)),
-            Path::Many => {
-                let wg_blocks = blocks(Choice::Parts(1))?;
-                if self.candidates.contains(&Choice::Parts(1)) && warpgroup_wins(wg_blocks, multiprocessors) {
-                    Choice::Parts(wg_parts(wg_blocks, self.spans, multiprocessors))
-                } else {
-                    Choice::Warps(mma_warps(blocks(Choice::Warps(1))?, multiprocessors))
-                }
+            Path::Many if self.candidates.contains(&Choice::Parts(1)) => {
+                let counts = self.candidates.iter().filter_map(|c| match c {
+                    Choice::Parts(p) => Some(*p),
+                    Choice::Warps(_) => None,
+                });
+                Choice::Parts(wg_parts(blocks(Choice::Parts(1))?, counts, multiprocessors))
             }
+            Path::Many => Choice::Warps(mma_warps(blocks(Choice::Warps(1))?, multiprocessors)),
         })
     }
 
@@ -324,8 +356,9 @@ impl TensorCoreCall {
             .ok_or_else(|| format!("matmul_int4: {name} is not one of the candidates of {}", self.family))
     }
 
-    /// Launches the call with `choice`.
-    fn launch(&self, device: Device, choice: Choice, args: &mut Args) -> Result<()> {
+    /// Launches the call with `choice` (`args` its kernel's), and for warpgroup parts above one
+    /// the fold of their sums (in `partials`) into `out`.
+    fn launch(&self, device: Device, choice: Choice, args: &mut Args, partials: u64, out: u64) -> Result<()> {
         let f = function(device, &SOURCE, format_args!("{}", self.kernel(choice)))?;
         let grid = self.grid(choice)?;
         let parts = match choice {
@@ -341,7 +374,16 @@ impl TensorCoreCall {
             )));
         }
         f.allow_shared(shared)?;
-        f.launch_in_clusters(grid, [WG_THREADS, 1, 1], shared, Some([1, 1, parts]), args)
+        f.launch(grid, [WG_THREADS, 1, 1], shared, args)?;
+        if parts == 1 {
+            return Ok(());
+        }
+        let fold = function(device, &SOURCE, format_args!("quant_wg_fold_{}", self.dt))?;
+        let threads = wg_tiles(self.m, self.n) * WG_ROWS * WG_COLUMNS / 4;
+        let blocks = grid_extent("matmul_int4", threads, i64::from(FOLD_THREADS), i32::MAX as u32)?;
+        let mut fold_args = Args::new();
+        fold_args.ptr(partials).i32(parts as i32).i64(self.m).i64(self.n).ptr(out);
+        fold.launch([blocks, 1, 1], [FOLD_THREADS, 1, 1], 0, &mut fold_args)
     }
 }
 
@@ -382,21 +424,48 @@ fn tensor_core_layout(spec: &MatmulInt4) -> bool {
         && spec.layout.group as i64 % MMA_SPAN == 0
 }
 
+/// The workspace a tensor-core call on `path` declares: on the many-rows path the warpgroup
+/// parts' sums ([`wg_workspace`]; unused where the device has no warpgroup kernel), else none.
+fn declared(path: Path, m: i64, n: i64, k: i64) -> u64 {
+    match path {
+        Path::Many => wg_workspace(wg_tiles(m, n), k / MMA_SPAN),
+        Path::Few => 0,
+    }
+}
+
+/// The (contiguous) rows, columns and depth of a call's operands, and whether its scales' and
+/// minima's offsets fit 32 bits; `None` where the inputs are not x, packed, scales, minima.
+fn call_sizes(inputs: &[TensorMeta]) -> Option<(i64, i64, i64, bool)> {
+    let [x, packed, scales, minima] = inputs else { return None };
+    let (&k, rows) = x.shape.split_last()?;
+    let (m, n) = (rows.iter().product::<i64>(), *packed.shape.first()?);
+    let contiguous = |meta: &TensorMeta| crate::shape::contiguous_strides(&meta.shape).ok();
+    let offsets_fit =
+        offsets_fit_u32(&scales.shape, &contiguous(scales)?) && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
+    Some((m, n, k, offsets_fit))
+}
+
+/// The workspace of a call ([`declared`] for a tensor-core call of contiguous operands).
+fn workspace(spec: &MatmulInt4, inputs: &[TensorMeta]) -> Result<u64> {
+    match call_sizes(inputs) {
+        Some((m, n, k, offsets_fit)) if tensor_core_layout(spec) && m * n > 0 => {
+            Ok(declared(Path::of(m, offsets_fit), m, n, k))
+        }
+        _ => Ok(0),
+    }
+}
+
 /// What a dry run records for a call on the tensor cores: its autotune key (for contiguous,
 /// aligned operands) and whether the store proves its choice; `None` for other calls or where
 /// no device answers.
 fn tuning(spec: &MatmulInt4, inputs: &[TensorMeta], device: Device) -> Option<(String, bool)> {
-    let [x, packed, scales, minima] = inputs else { return None };
-    let (&k, rows) = x.shape.split_last()?;
-    let (m, n) = (rows.iter().product::<i64>(), *packed.shape.first()?);
+    let (m, n, k, offsets_fit) = call_sizes(inputs)?;
     if !tensor_core_layout(spec) || m * n == 0 {
         return None;
     }
-    let contiguous = |meta: &TensorMeta| crate::shape::contiguous_strides(&meta.shape).ok();
-    let offsets_fit =
-        offsets_fit_u32(&scales.shape, &contiguous(scales)?) && offsets_fit_u32(&minima.shape, &contiguous(minima)?);
     let info = device_context(device).ok()?.info();
-    let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit), info.arch() == WARPGROUP_ARCH, m, n, k).ok()?;
+    let path = Path::of(m, offsets_fit);
+    let call = TensorCoreCall::new(spec, path, info.arch() == WARPGROUP_ARCH, m, n, k, declared(path, m, n, k)).ok()?;
     let key = call.key_on(info);
     let names = call.names();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -433,19 +502,25 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
             offsets_fit_u32(scales.shape(), scales.strides()) && offsets_fit_u32(minima.shape(), minima.strides());
         let context = device_context(device)?;
         let warpgroup = context.info().arch() == WARPGROUP_ARCH;
-        let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit), warpgroup, m, n, k)?;
+        let room = launch.workspace.len() as u64;
+        let call = TensorCoreCall::new(spec, Path::of(m, offsets_fit), warpgroup, m, n, k, room)?;
+        let partials = launch.workspace.device_ptr();
         // the codes read before the inputs are awaited when the previous op cannot have written them
         let early = recent::untouched_by_previous_op(context.stream_handle(), packed);
         let launch_with = |choice: Choice, early: bool| {
             let mut args = Args::new();
             args.ptr(device_ptr(x)).i64(m).i64(k).ptr(device_ptr(packed));
             args.ptr(device_ptr(scales)).i64(sc[0]).i64(sc[1]).ptr(device_ptr(minima)).i64(mn[0]).i64(mn[1]);
-            args.i64(n).i32(group as i32).ptr(device_ptr(out)).i32(i32::from(early));
+            args.i64(n).i32(group as i32).ptr(device_ptr(out));
+            if let Choice::Parts(_) = choice {
+                args.ptr(partials);
+            }
+            args.i32(i32::from(early));
             if let Choice::Parts(_) = choice {
                 let [x_map, code_map] = warpgroup_maps(device_ptr(x), device_ptr(packed), m, n, k)?;
                 args.tensor_map(&x_map).tensor_map(&code_map);
             }
-            call.launch(device, choice, &mut args)
+            call.launch(device, choice, &mut args, partials, device_ptr(out))
         };
         let choice = call.choice(context, |choice| launch_with(choice, false))?;
         return launch_with(choice, early);
@@ -476,9 +551,9 @@ fn run(spec: &MatmulInt4, launch: Launch<'_>) -> Result<()> {
     f.launch([grid_x, grid_y, 1], [GEMM_THREADS, 1, 1], 0, &mut args)
 }
 
-/// Registers `matmul_int4` on x's float32, float16 and bfloat16.
+/// Registers `matmul_int4` on x's float32, float16 and bfloat16, with its [`workspace`].
 pub fn register_all(table: &mut LaunchTable) {
-    register(table, "matmul_int4", &FLOATS, run);
+    register_with_workspace(table, "matmul_int4", &FLOATS, run, workspace);
     table.tunes("matmul_int4", &FLOATS, tuning);
 }
 
@@ -516,11 +591,37 @@ mod tests {
 
     #[test]
     fn warpgroup_parts_keep_one_wave_and_no_more_parts_than_spans() {
-        assert_eq!(wg_parts(32, 32, 132), 4, "4096 columns at 64 rows: 32 blocks × 4");
-        assert_eq!(wg_parts(112, 32, 132), 1, "14336 columns: 112 blocks");
-        assert_eq!(wg_parts(16, 32, 132), 8);
-        assert_eq!(wg_parts(16, 3, 132), 2, "3 spans: at most 2 parts");
-        assert_eq!(wg_parts(500, 32, 132), 1);
+        let parts = |blocks, spans| wg_parts(blocks, wg_part_counts(blocks, spans), 132);
+        assert_eq!(parts(32, 32), 4, "4096 columns at 64 rows: 32 blocks × 4");
+        assert_eq!(parts(112, 32), 1, "14336 columns: 112 blocks");
+        assert_eq!(parts(16, 32), 8);
+        assert_eq!(parts(16, 3), 2, "3 spans: at most 2 parts");
+        assert_eq!(parts(500, 32), 1);
+    }
+
+    #[test]
+    fn the_fold_takes_every_part_count() {
+        // quant_wg_fold keeps one load a part in flight: its bound is WG_PARTS' largest
+        let most = WG_PARTS.iter().max().unwrap();
+        assert!(SOURCE.text.contains(&format!("#define WG_MAX_PARTS {most} ")), "quant.cu's WG_MAX_PARTS");
+    }
+
+    #[test]
+    fn split_parts_stay_within_the_block_limit_and_their_sums_are_declared() {
+        let counts = |tiles, spans| wg_part_counts(tiles, spans).collect::<Vec<_>>();
+        assert_eq!(counts(32, 32), [1, 2, 4, 8]);
+        assert_eq!(counts(64, 32), [1, 2, 4], "256 blocks at 4 parts, 512 past the limit");
+        assert_eq!(counts(112, 32), [1, 2], "224 blocks at 2 parts, 448 past the limit");
+        assert_eq!(counts(300, 32), [1]);
+        assert_eq!(counts(32, 3), [1, 2], "3 spans");
+        let tile = 64 * 128 * 4;
+        assert_eq!(wg_workspace(32, 32), 8 * 32 * tile);
+        assert_eq!(wg_workspace(112, 32), 2 * 112 * tile);
+        assert_eq!(wg_workspace(300, 32), 0, "one part: no sums to keep");
+        assert_eq!(wg_workspace(3, 1), 0, "one span: one part");
+        assert_eq!(wg_tiles(65, 129), 4);
+        assert_eq!(declared(Path::Few, 16, 4096, 4096), 0);
+        assert_eq!(declared(Path::Many, 64, 4096, 4096), 8 * 32 * tile);
     }
 
     /// The warpgroup kernels exist in the machine code for sm_90 (compiled as sm_90a) and nowhere
@@ -548,24 +649,29 @@ mod tests {
     }
 
     #[test]
-    fn the_warpgroup_kernel_is_a_candidate_on_hopper_and_the_fallback_where_its_blocks_fill_half() {
+    fn the_warpgroup_kernel_is_a_candidate_on_hopper_and_the_fallback_there() {
         let spec = MatmulInt4 {
             dtype: DType::Bfloat16,
             layout: crate::ops::spec::quant::Int4Layout::of_table("test").unwrap(),
         };
-        let names = |warpgroup, k| TensorCoreCall::new(&spec, Path::Many, warpgroup, 64, 4096, k).unwrap().names();
+        let call = |warpgroup, n, k, room| TensorCoreCall::new(&spec, Path::Many, warpgroup, 64, n, k, room).unwrap();
+        let names = |warpgroup, k| call(warpgroup, 4096, k, declared(Path::Many, 64, 4096, k)).names();
         assert_eq!(names(false, 4096), ["w4", "w8"]);
         assert_eq!(names(true, 4096), ["w4", "w8", "c1", "c2", "c4", "c8"]);
         assert_eq!(names(true, 384), ["w4", "w8", "c1", "c2"], "3 spans: at most 2 parts");
-        let fallback = |n, k| TensorCoreCall::new(&spec, Path::Many, true, 64, n, k).unwrap().fallback(132).unwrap();
+        let tile = 64 * 128 * 4;
+        assert_eq!(call(true, 4096, 4096, 0).names(), ["w4", "w8", "c1"], "no workspace: one part");
+        assert_eq!(call(true, 4096, 4096, 4 * 32 * tile).names(), ["w4", "w8", "c1", "c2", "c4"]);
+        let fallback = |n, k| call(true, n, k, declared(Path::Many, 64, n, k)).fallback(132).unwrap();
         assert_eq!(fallback(14336, 4096), Choice::Parts(1), "112 blocks");
-        assert_eq!(fallback(4096, 14336), Choice::Warps(8), "32 blocks: the many-rows kernel");
-        assert_eq!(fallback(8448, 4096), Choice::Parts(2), "66 blocks (half of 132) × 2 parts");
-        assert_eq!(fallback(8192, 4096), Choice::Warps(8), "64 blocks");
-        let few = TensorCoreCall::new(&spec, Path::Few, true, 12, 4096, 4096).unwrap();
+        assert_eq!(fallback(4096, 14336), Choice::Parts(4), "32 blocks × 4 parts");
+        assert_eq!(fallback(8448, 4096), Choice::Parts(2), "66 blocks × 2 parts");
+        assert_eq!(fallback(8192, 4096), Choice::Parts(2), "64 blocks × 2 parts");
+        assert_eq!(call(false, 4096, 4096, 0).fallback(132).unwrap(), Choice::Warps(8), "no warpgroup kernel");
+        let few = TensorCoreCall::new(&spec, Path::Few, true, 12, 4096, 4096, 0).unwrap();
         assert_eq!(few.names(), ["w4", "w8", "w16"], "the few-rows kernel alone");
         assert_eq!(few.kernel(Choice::Warps(8)), "quant_few_bf16_r16_w8");
-        let many = TensorCoreCall::new(&spec, Path::Many, true, 64, 4096, 4096).unwrap();
+        let many = call(true, 4096, 4096, declared(Path::Many, 64, 4096, 4096));
         assert_eq!(many.kernel(Choice::Parts(4)), "quant_wg_bf16_s4");
         assert_eq!(many.kernel(Choice::Warps(4)), "quant_mma_bf16_m4_w4_d1");
         assert_eq!(many.grid(Choice::Parts(4)).unwrap(), [32, 1, 4]);

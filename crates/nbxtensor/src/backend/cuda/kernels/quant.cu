@@ -37,11 +37,14 @@
 //     at 8 rows its x) in flight. The codes stay under the exponent of 128 or 1024 (one logic op
 //     a pair of them, no subtraction): that base times Σ x leaves with the minimum. Scale and
 //     minimum offsets in 32 bits (the launch checks).
-//   quant_wg_<dt>_s<STAGES>(the arguments of quant_mma, then TmaMap x_map, TmaMap code_map)
+//   quant_wg_<dt>_s<STAGES>(the arguments of quant_mma up to out, float* partials, int early,
+//                           TmaMap x_map, TmaMap code_map)
 //     float16 and bfloat16 x, 4-bit codes, Hopper only (compiled for sm_90a, absent elsewhere):
 //     the product on warpgroup tensor-core instructions (wgmma). A block computes 64 rows × 128
-//     columns over the depth spans of its part, blockIdx.z of gridDim.z (a cluster of gridDim.z
-//     blocks along z, up to 8, adds the parts through distributed shared memory in rank order).
+//     columns over the depth spans of its part, blockIdx.z of gridDim.z: one part writes out,
+//     more write their float32 sums to partials ([parts][tiles][64][128], tiles in the grid's
+//     y-major order), which quant_wg_fold adds. The blocks are independent (no clusters), so
+//     any part count fills the multiprocessors a block each.
 //     A fifth warp loads: per span of 128, x's 64 × 128 (two boxes of x_map: x [m, k] as 16-bit
 //     elements, 64 × 64 boxes, 128-byte swizzle) and the codes' 128 × 64 bytes (a box of
 //     code_map: packed [n, k / 2] bytes, 128 × 64 boxes, 64-byte swizzle) by the tensor memory
@@ -54,6 +57,9 @@
 //     (minimum − base·scale)·Σ x. `early`: the first spans' codes are prefetched into L2 before
 //     the inputs are awaited. Needs WG_SHARED(STAGES) bytes of dynamic shared memory (checked),
 //     x contiguous with 16-byte aligned rows, packed contiguous (quant.rs encodes both maps).
+//   quant_wg_fold_<dt>(const float* partials, int parts, i64 m, i64 n, T* out)
+//     out = quant_wg's parts' sums (parts ≤ WG_MAX_PARTS, 8) added in part order (the same bits
+//     whatever ran first), 4 columns of a tile's row a thread, its parts' loads all in flight.
 //   quant_gemm_b<BITS>_<dt>(const T* x, Layout x_rows, i64 x_col, i64 m, i64 k,
 //                           const uchar* packed, i64 p_row, i64 p_col, const half* scales,
 //                           i64 sc_row, i64 sc_col, const half* minima, i64 mn_row, i64 mn_col,
@@ -688,6 +694,8 @@ NBX_QUANT(4, bf16, BF16)
 #define WG_CSTAGE 8192       // 128 columns × 64 bytes of codes
 #define WG_BTILE 17408       // 136 rows × 128 bytes
 #define WG_BBUF (2 * WG_BTILE)
+#define WG_TILE (WG_ROWS * WG_COLS)  // float32 sums of a block's part in the workspace
+#define WG_MAX_PARTS 8               // the most parts quant.rs launches (`WG_PARTS`)
 // The dynamic shared memory of quant_wg_…_s<stages>: 1 KiB of alignment; the ring of x, codes and
 // scales; two B buffers; two spans' scales and shifts as float32; the ring's full and empty
 // barriers (quant.rs's `wg_shared` says the same).
@@ -781,7 +789,8 @@ __device__ __forceinline__ void wg_part_spans(i64 k, i64& first, i64& count) {
 template <typename S, int STAGES>
 __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales,
                          i64 sc_row, i64 sc_col, const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n,
-                         int group, typename S::T* out, const TmaMap& x_map, const TmaMap& code_map) {
+                         int group, typename S::T* out, float* partials, const TmaMap& x_map,
+                         const TmaMap& code_map) {
     extern __shared__ uchar wg_raw[];
     unsigned int given;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
@@ -951,47 +960,70 @@ __device__ void quant_wg(const typename S::T* x, i64 m, i64 k, const uchar* pack
             ws_consumers_sync();
         }
     }
-    __syncthreads();
 
-    float* partial = reinterpret_cast<float*>(gbase);  // [64][132], over the x ring
-    const int PSTRIDE = 132;
-    if (warp < 4) {
+    if (parts > 1) {  // this part's sums to its tile of the workspace, for quant_wg_fold
+        if (warp < 4) {
+            float* mine = partials + (((i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * WG_TILE;
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                int r = 16 * warp + g, c = 8 * i + 2 * t;
+                *reinterpret_cast<float2*>(mine + r * WG_COLS + c) = make_float2(acc[4 * i], acc[4 * i + 1]);
+                *reinterpret_cast<float2*>(mine + (r + 8) * WG_COLS + c) = make_float2(acc[4 * i + 2], acc[4 * i + 3]);
+            }
+        }
+        return;
+    }
+    if (warp < 4) {  // one part: the sums straight to out, two columns a store where they align
+        const bool pairs = (n & 1) == 0 && (reinterpret_cast<unsigned long long>(out) & 3) == 0;
+        auto put = [&](i64 row, i64 col, float lo, float hi) {
+            if (row >= m || col >= n) return;
+            typename S::T* at = out + row * n + col;
+            if (pairs) {
+                union { typename S::T e[2]; unsigned int both; } pair;
+                pair.e[0] = S::store(lo);
+                pair.e[1] = S::store(hi);
+                *reinterpret_cast<unsigned int*>(at) = pair.both;
+            } else {
+                at[0] = S::store(lo);
+                if (col + 1 < n) at[1] = S::store(hi);
+            }
+        };
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            int r = 16 * warp + g, c = 8 * i + 2 * t;
-            *reinterpret_cast<float2*>(partial + r * PSTRIDE + c) = make_float2(acc[4 * i], acc[4 * i + 1]);
-            *reinterpret_cast<float2*>(partial + (r + 8) * PSTRIDE + c) = make_float2(acc[4 * i + 2], acc[4 * i + 3]);
+            const i64 r = row0 + 16 * warp + g, c = col0 + 8 * i + 2 * t;
+            put(r, c, acc[4 * i], acc[4 * i + 1]);
+            put(r + 8, c, acc[4 * i + 2], acc[4 * i + 3]);
         }
     }
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-    unsigned int rank;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    const int rows_per = WG_ROWS / parts;
-    const unsigned int mine = wg_smem(partial);
-    for (int q = tid; q < rows_per * (WG_COLS / 4); q += blockDim.x) {
-        int r = rank * rows_per + q / (WG_COLS / 4), c = (q % (WG_COLS / 4)) * 4;
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int p = 0; p < parts; ++p) {
-            unsigned int remote;
-            asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(mine + (r * PSTRIDE + c) * 4), "r"(p));
-            float4 v;
-            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                         : "r"(remote));
-            sum.x += v.x;
-            sum.y += v.y;
-            sum.z += v.z;
-            sum.w += v.w;
-        }
-        i64 row = row0 + r, col = col0 + c;
-        if (row < m) {
-            float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+}
+
+template <typename S>
+__device__ void quant_wg_fold(const float* partials, int parts, i64 m, i64 n, typename S::T* out) {
+    const i64 tiles_x = (n + WG_COLS - 1) / WG_COLS, tiles = tiles_x * ((m + WG_ROWS - 1) / WG_ROWS);
+    const i64 q = (i64)blockIdx.x * blockDim.x + threadIdx.x;  // 4 columns of a tile's row
+    if (q >= tiles * (WG_TILE / 4)) return;
+    const i64 tile = q / (WG_TILE / 4), at = (q % (WG_TILE / 4)) * 4;
+    // every part's load in flight at once (parts ≤ WG_MAX_PARTS), then the sums in part order
+    float4 v[WG_MAX_PARTS];
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                if (col + e < n) out[row * n + col + e] = S::store(vals[e]);
+    for (int p = 0; p < WG_MAX_PARTS; ++p)
+        if (p < parts) v[p] = *reinterpret_cast<const float4*>(partials + (p * tiles + tile) * WG_TILE + at);
+    float4 sum = v[0];
+#pragma unroll
+    for (int p = 1; p < WG_MAX_PARTS; ++p) {
+        if (p < parts) {
+            sum.x += v[p].x;
+            sum.y += v[p].y;
+            sum.z += v[p].z;
+            sum.w += v[p].w;
         }
     }
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    const i64 row = tile / tiles_x * WG_ROWS + at / WG_COLS, col = tile % tiles_x * WG_COLS + at % WG_COLS;
+    if (row >= m) return;
+    float vals[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+        if (col + e < n) out[row * n + col + e] = S::store(vals[e]);
 }
 
 // The first STAGES spans' codes of the block's columns into L2 (by the loading warp), while the
@@ -1013,15 +1045,24 @@ __device__ void quant_wg_prefetch(const uchar* packed, i64 k, i64 n) {
 #define NBX_QUANT_WG(dt, S, stages)                                                                                \
     extern "C" __global__ void __launch_bounds__(160, 1) quant_wg_##dt##_s##stages(                                \
         const S::T* x, i64 m, i64 k, const uchar* packed, const unsigned short* scales, i64 sc_row, i64 sc_col,    \
-        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, int early,              \
-        const __grid_constant__ TmaMap x_map, const __grid_constant__ TmaMap code_map) {                           \
+        const unsigned short* minima, i64 mn_row, i64 mn_col, i64 n, int group, S::T* out, float* partials,        \
+        int early, const __grid_constant__ TmaMap x_map, const __grid_constant__ TmaMap code_map) {                \
         if (early) quant_wg_prefetch<stages>(packed, k, n);                                                        \
         nbx_await_inputs();                                                                                        \
-        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out, x_map,  \
-                            code_map);                                                                             \
+        quant_wg<S, stages>(x, m, k, packed, scales, sc_row, sc_col, minima, mn_row, mn_col, n, group, out,        \
+                            partials, x_map, code_map);                                                            \
     }
 // The instantiations quant.rs launches (`WG_STAGES`).
 NBX_QUANT_WG(bf16, BF16, 4)
 NBX_QUANT_WG(fp16, F16, 4)
+
+#define NBX_QUANT_WG_FOLD(dt, S)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(256)                                                              \
+        quant_wg_fold_##dt(const float* partials, int parts, i64 m, i64 n, S::T* out) {                            \
+        nbx_await_inputs();                                                                                        \
+        quant_wg_fold<S>(partials, parts, m, n, out);                                                              \
+    }
+NBX_QUANT_WG_FOLD(bf16, BF16)
+NBX_QUANT_WG_FOLD(fp16, F16)
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
