@@ -137,10 +137,10 @@ const WG_X_SLOT: u32 = 16384;
 const WG_CODE_SLOT: u32 = 8192;
 
 /// The parts of a warpgroup call where the autotune can neither measure nor find a choice: the
-/// most of [`wg_part_counts`] that keeps the blocks within one a multiprocessor. In the lab on
-/// an H100 at 64 rows, the parts as independent blocks: 4 of 32 blocks (4096 × 4096 and
-/// 4096 × 14336) 11.7 and 31.1 µs before their fold, 1 of 112 blocks (14336 × 4096) 34.8
-/// (docs/BENCHMARKS.md, twenty-second session).
+/// most of [`wg_part_counts`] that keeps the blocks within one a multiprocessor. On an H100 at
+/// 64 rows, each choice pinned: 4 parts of 32 blocks 38.8 µs at 4096 × 14336 (the 64-row
+/// blocks' 8 warps 55.5) and 18.6 at 4096 × 4096 (their 17.5), 1 part of 112 blocks 37.7 at
+/// 14336 × 4096 (61.6) (docs/BENCHMARKS.md, twenty-second session).
 fn wg_parts(blocks: i64, counts: impl Iterator<Item = u32>, multiprocessors: u32) -> u32 {
     counts.filter(|&c| blocks * i64::from(c) <= i64::from(multiprocessors)).max().unwrap_or(1)
 }
