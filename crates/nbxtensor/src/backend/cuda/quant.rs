@@ -113,14 +113,15 @@ fn wg_part_counts(tiles: i64, spans: i64) -> impl Iterator<Item = u32> {
         .filter(move |&c| i64::from(c) <= spans.max(1) && (c == 1 || tiles * i64::from(c) <= WG_SPLIT_BLOCKS))
 }
 
+/// The bytes of the float32 sums of `parts` parts of `tiles` output blocks.
+fn wg_sums_bytes(parts: u32, tiles: i64) -> u64 {
+    u64::from(parts) * tiles.max(0) as u64 * WG_TILE_BYTES
+}
+
 /// The workspace of a warpgroup call of `tiles` output blocks over `spans` spans: the float32
 /// sums of its largest part count above one (none where it has no such count).
 fn wg_workspace(tiles: i64, spans: i64) -> u64 {
-    wg_part_counts(tiles, spans)
-        .filter(|&c| c > 1)
-        .map(|c| u64::from(c) * tiles as u64 * WG_TILE_BYTES)
-        .max()
-        .unwrap_or(0)
+    wg_part_counts(tiles, spans).filter(|&c| c > 1).map(|c| wg_sums_bytes(c, tiles)).max().unwrap_or(0)
 }
 
 /// The dynamic shared memory of a warpgroup block of `stages` (quant.cu's `WG_SHARED`, which
@@ -266,8 +267,7 @@ impl TensorCoreCall {
                 let mut candidates: Vec<Choice> = MMA_WARPS.iter().map(|&w| Choice::Warps(w)).collect();
                 if warpgroup {
                     let tiles = wg_tiles(m, n);
-                    let parts = wg_part_counts(tiles, spans)
-                        .filter(|&c| c == 1 || u64::from(c) * tiles as u64 * WG_TILE_BYTES <= room);
+                    let parts = wg_part_counts(tiles, spans).filter(|&c| c == 1 || wg_sums_bytes(c, tiles) <= room);
                     candidates.extend(parts.map(Choice::Parts));
                 }
                 (format!("quant_mma_{dt}_m4"), candidates, (m.max(1) as u64).next_power_of_two() as i64)
