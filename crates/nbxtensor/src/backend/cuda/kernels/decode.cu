@@ -18,6 +18,8 @@
 // decode_mma_<dt>_<D>_<RB>(the same parameters)
 //   the split on the tensor cores, for float16/bfloat16 caches of head dim D = d = dv (64 or
 //   128) with 16-byte aligned rows, up to RB (8 or 16) query rows a block (below).
+//   Before it awaits its inputs, the first rows of its split's keys and values are prefetched
+//   into L2 (decode_prefetch).
 // decode_combine_<dt>(partials, DecodeSizes z, T* out)
 //   a block per (query row, 32 output columns): the splits' partials combined in a fixed order
 //   (8 warps over the splits, each rescaling to its running max, then the warps in order); a row
@@ -628,10 +630,38 @@ __device__ __forceinline__ void kv_cache_write(typename S::T* __restrict__ cache
         decode_split<S, TPK, RB, false>(q, st, k, v, length, z, scale, partials);                                   \
     }
 
+// The keys and values a split block prefetches into L2 before it awaits its inputs.
+#define NBX_DEC_PREFETCH_ROWS 64
+
+// The first NBX_DEC_PREFETCH_ROWS rows of the block's split of keys and values (rows of D
+// 16-bit elements, contiguous in the head) into L2 by one thread, while the previous kernel
+// finishes (compute capability 9.0 on). A hint only: L2 is coherent, so the loads after the
+// wait see every write; the length it reads may be the one before the previous op's write.
+template <typename S, int D>
+__device__ __forceinline__ void decode_prefetch(const typename S::T* k, const typename S::T* v,
+                                                const DecodeStrides& st, const void* length, const DecodeSizes& z) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x != 0) return;
+    const int batch = blockIdx.z, kh = blockIdx.y / z.row_groups, begin = blockIdx.x * z.chunk;
+    const int rows = min(min(z.chunk, decode_length(length, z, batch) - begin), NBX_DEC_PREFETCH_ROWS);
+    if (rows <= 0) return;
+    const unsigned int bytes = (unsigned int)(rows * D * sizeof(typename S::T));
+    if (st.k[2] == D)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(k + batch * st.k[0] + kh * st.k[1] + (i64)begin * D),
+                     "r"(bytes)
+                     : "memory");
+    if (st.v[2] == D)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(v + batch * st.v[0] + kh * st.v[1] + (i64)begin * D),
+                     "r"(bytes)
+                     : "memory");
+#endif
+}
+
 #define NBX_DECODE_MMA(dt, S, D, RB)                                                                                \
     extern "C" __global__ void __launch_bounds__(NBX_DEC_MMA_WARPS * 32, 2)                                         \
         decode_mma_##dt##_##D##_##RB(const S::T* q, DecodeStrides st, const S::T* k, const S::T* v,                 \
                                      const void* length, DecodeSizes z, float scale, float* partials) {             \
+        decode_prefetch<S, D>(k, v, st, length, z);                                                                 \
         nbx_await_inputs();                                                                                         \
         decode_mma<S, D, RB>(q, st, k, v, length, z, scale, partials);                                              \
     }
