@@ -646,14 +646,14 @@ __device__ __forceinline__ void decode_prefetch(const typename S::T* k, const ty
     const int rows = min(min(z.chunk, decode_length(length, z, batch) - begin), NBX_DEC_PREFETCH_ROWS);
     if (rows <= 0) return;
     const unsigned int bytes = (unsigned int)(rows * D * sizeof(typename S::T));
-    if (st.k[2] == D)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(k + batch * st.k[0] + kh * st.k[1] + (i64)begin * D),
-                     "r"(bytes)
-                     : "memory");
-    if (st.v[2] == D)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(v + batch * st.v[0] + kh * st.v[1] + (i64)begin * D),
-                     "r"(bytes)
-                     : "memory");
+    // the rows of one cache (strides: batch, head, row), where they are contiguous
+    auto prefetch = [&](const typename S::T* cache, const i64* stride) {
+        if (stride[2] != D) return;
+        const typename S::T* first = cache + batch * stride[0] + kh * stride[1] + (i64)begin * D;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(first), "r"(bytes) : "memory");
+    };
+    prefetch(k, st.k);
+    prefetch(v, st.v);
 #endif
 }
 
