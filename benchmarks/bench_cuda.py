@@ -426,10 +426,10 @@ def decode_graph_rows(repeats, copy_bw):
 
 
 def decode_table(repeats, copy_bw):
-    """The decode rows, eager then in a graph, with the graph rows measured first: the eager rows
-    run torch's profiler (to name torch's kernel), and in the twenty-third session the library's
-    graph rows measured after them were 1-30 us a call slower than the same replay in a process
-    of its own (docs/BENCHMARKS.md)."""
+    """The decode rows, eager then in a graph, with the graph rows measured first, before the eager
+    rows run torch's profiler (to name torch's kernel). Measured both ways in one call, the order
+    moved both libraries' graph rows by 1-3% alike; it does not explain the 128K row's time above
+    the same replay in a process of its own (docs/BENCHMARKS.md, twenty-fourth session)."""
     graph = decode_graph_rows(repeats, copy_bw)
     return decode_rows(repeats, copy_bw) + graph
 
