@@ -107,6 +107,11 @@ def attention_rows(repeats):
     return rows
 
 
+# the elements (float32) of the copy whose bandwidth the rows are measured against, and of the
+# memory-bound rows, by default (`--numel`)
+COPY_NUMEL = 1 << 28
+
+
 def copy_bandwidth(repeats, numel):
     x = torch.randn(numel, device="cuda", dtype=torch.float32)
     y = torch.empty_like(x)
@@ -386,8 +391,9 @@ def decode_rows(repeats, copy_bw):
     return rows
 
 
-def decode_graph_rows(repeats, copy_bw):
-    """Decode attention as a decoder runs it: the shapes of ``decode_rows``, a chain of calls over
+def decode_graph_rows(repeats, copy_bw, lengths=DECODE_LENGTHS):
+    """Decode attention as a decoder runs it: ``decode_rows``' shape over the cache ``lengths`` in
+    that order (``DECODE_LENGTHS`` by default, as ``decode_rows``), a chain of calls over
     distinct caches (together past L2, so each is read from memory) captured once and replayed,
     time per call; against torch's default ``scaled_dot_product_attention`` over the same caches
     in a CUDA graph. Each graph keeps its calls' outputs inside (the replay copies out the last
@@ -395,7 +401,7 @@ def decode_graph_rows(repeats, copy_bw):
     F = torch.nn.functional
     b, hq, hk, d = DECODE_SHAPE
     rows = []
-    for t in DECODE_LENGTHS:
+    for t in lengths:
         moved = 2 * b * hk * t * d * 2 + 2 * b * hq * d * 2
         count = max(4, -(-(512 << 20) // moved))
         caches = [(torch.randn(b, hk, t, d, device="cuda", dtype=torch.bfloat16),
@@ -437,7 +443,7 @@ def decode_table(repeats, copy_bw):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--numel", type=int, default=1 << 28, help="elements of the memory-bound rows")
+    parser.add_argument("--numel", type=int, default=COPY_NUMEL, help="elements of the memory-bound rows")
     parser.add_argument("--only", choices=["decode", "gemv", "int4"], help="the copy bandwidth and these rows alone")
     args = parser.parse_args()
     print(f"device: {runtime.devices()[0]['name']}, {runtime.gpu_runtime()}, torch {torch.__version__}")

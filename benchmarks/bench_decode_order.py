@@ -22,9 +22,8 @@ def main():
     lengths = tuple(int(t) for t in args.lengths.split(","))
     if any(t < 1 for t in lengths):
         parser.error(f"--lengths: every length is at least 1, got {args.lengths}")
-    copy_bw = bench_cuda.copy_bandwidth(args.repeats, 1 << 28)
-    bench_cuda.DECODE_LENGTHS = lengths
-    for name, mine, theirs, note in bench_cuda.decode_graph_rows(args.repeats, copy_bw):
+    copy_bw = bench_cuda.copy_bandwidth(args.repeats, bench_cuda.COPY_NUMEL)
+    for name, mine, theirs, note in bench_cuda.decode_graph_rows(args.repeats, copy_bw, lengths):
         print(f"{name}: {mine * 1e6:.1f} us, torch {theirs * 1e6:.1f} us, {theirs / mine:.2f}x; {note}")
 
 
