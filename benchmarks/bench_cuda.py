@@ -434,8 +434,8 @@ def decode_graph_rows(repeats, copy_bw, lengths=DECODE_LENGTHS):
 def decode_table(repeats, copy_bw):
     """The decode rows, eager then in a graph, with the graph rows measured first, before the eager
     rows run torch's profiler (to name torch's kernel). Measured both ways in one call, the order
-    moved both libraries' graph rows by 1-3% alike; it does not explain the 128K row's time above
-    the same replay in a process of its own (docs/BENCHMARKS.md, twenty-fourth session)."""
+    moved both libraries' graph rows by 1-3% alike. Our 128K replay moves by up to 6% from one
+    process to the next whatever ran before it (docs/BENCHMARKS.md, twenty-sixth session)."""
     graph = decode_graph_rows(repeats, copy_bw)
     return decode_rows(repeats, copy_bw) + graph
 

@@ -1,7 +1,8 @@
 """Decode attention's graph rows of ``bench_cuda.py`` (nbxtensor's replay against torch's CUDA
 graph) over cache lengths in a given order, in one fresh process, so that a row can be compared
-alone and after others: in docs/BENCHMARKS.md (twenty-fifth session) the 128K replay took
-192–198 µs alone and 212 µs after the shorter rows, torch's graph 177–179 µs both ways.
+alone and after others. In docs/BENCHMARKS.md (twenty-sixth session) our 128K replay took
+195–212 µs, alone or after the shorter rows alike: it moves from one process to the next, and
+torch's graph stays at 176–180 µs.
 
     python3 benchmarks/bench_decode_order.py --lengths 131072              # 128K alone
     python3 benchmarks/bench_decode_order.py                               # 1K, 8K, 32K, 128K
