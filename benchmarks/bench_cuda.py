@@ -434,10 +434,16 @@ def decode_graph_rows(repeats, copy_bw, lengths=DECODE_LENGTHS):
 def decode_table(repeats, copy_bw):
     """The decode rows, eager then in a graph, with the graph rows measured first, before the eager
     rows run torch's profiler (to name torch's kernel). Measured both ways in one call, the order
-    moved both libraries' graph rows by 1-3% alike. Our 128K replay moves by up to 6% from one
-    process to the next whatever ran before it (docs/BENCHMARKS.md, twenty-sixth session)."""
+    moved both libraries' graph rows by 1-3% alike; our 128K replay moves from one process to the
+    next, whatever ran before it (docs/BENCHMARKS.md, twenty-sixth session)."""
     graph = decode_graph_rows(repeats, copy_bw)
     return decode_rows(repeats, copy_bw) + graph
+
+
+def print_us_rows(rows):
+    """Rows of (name, our seconds, torch's seconds, note) in µs, with torch's time over ours."""
+    for name, mine, theirs, note in rows:
+        print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
 
 
 def main():
@@ -451,16 +457,13 @@ def main():
     print(f"device-to-device copy (torch, {args.numel * 4 >> 20} MiB f32): {copy_bw / 1e12:.2f} TB/s (read + write)")
     print(f"{'operation':<30}{'nbxtensor':>12}{'torch':>12}{'ratio':>8}  note")
     if args.only == "gemv":
-        for name, mine, theirs, note in gemv_rows(args.repeats, copy_bw):
-            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        print_us_rows(gemv_rows(args.repeats, copy_bw))
         return
     if args.only == "int4":
-        for name, mine, theirs, note in int4_rows(args.repeats, copy_bw):
-            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        print_us_rows(int4_rows(args.repeats, copy_bw))
         return
     if args.only == "decode":
-        for name, mine, theirs, note in decode_table(args.repeats, copy_bw):
-            print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+        print_us_rows(decode_table(args.repeats, copy_bw))
         return
     rows = gemm_rows(args.repeats) + attention_rows(args.repeats) + memory_rows(args.repeats, args.numel, copy_bw)
     for name, mine, theirs, note in rows:
@@ -468,8 +471,7 @@ def main():
             print(f"{name:<30}{'':>12}{'':>12}{'':>8}  {note}")
             continue
         print(f"{name:<30}{mine * 1e3:>10.3f}ms{theirs * 1e3:>10.3f}ms{theirs / mine:>7.2f}x  {note}")
-    for name, mine, theirs, note in decode_table(args.repeats, copy_bw):
-        print(f"{name:<30}{mine * 1e6:>10.1f}us{theirs * 1e6:>10.1f}us{theirs / mine:>7.2f}x  {note}")
+    print_us_rows(decode_table(args.repeats, copy_bw))
     for name, host, host_busy, wall in launch_rows(args.repeats):
         print(f"{name:<30} host {host * 1e6:.2f} us, host with the GPU busy {host_busy * 1e6:.2f} us, wall {wall * 1e6:.2f} us")
 

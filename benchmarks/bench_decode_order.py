@@ -1,8 +1,6 @@
 """Decode attention's graph rows of ``bench_cuda.py`` (nbxtensor's replay against torch's CUDA
 graph) over cache lengths in a given order, in one fresh process, so that a row can be compared
-alone and after others. In docs/BENCHMARKS.md (twenty-sixth session) our 128K replay took
-195–212 µs, alone or after the shorter rows alike: it moves from one process to the next, and
-torch's graph stays at 176–180 µs.
+alone and after others, and in several processes (docs/BENCHMARKS.md, twenty-sixth session).
 
     python3 benchmarks/bench_decode_order.py --lengths 131072              # 128K alone
     python3 benchmarks/bench_decode_order.py                               # 1K, 8K, 32K, 128K
@@ -24,8 +22,7 @@ def main():
     if any(t < 1 for t in lengths):
         parser.error(f"--lengths: every length is at least 1, got {args.lengths}")
     copy_bw = bench_cuda.copy_bandwidth(args.repeats, bench_cuda.COPY_NUMEL)
-    for name, mine, theirs, note in bench_cuda.decode_graph_rows(args.repeats, copy_bw, lengths):
-        print(f"{name}: {mine * 1e6:.1f} us, torch {theirs * 1e6:.1f} us, {theirs / mine:.2f}x; {note}")
+    bench_cuda.print_us_rows(bench_cuda.decode_graph_rows(args.repeats, copy_bw, lengths))
 
 
 if __name__ == "__main__":
