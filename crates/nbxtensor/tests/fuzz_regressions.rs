@@ -88,3 +88,34 @@ fn reductions_of_empty_tensors_with_huge_extents() {
     let err = ops::call("sum", &last, &[&x]).unwrap_err().to_string();
     assert!(err.contains("overflows"), "{err}");
 }
+
+#[test]
+fn every_op_on_empty_inputs_of_huge_extents_answers_with_the_declared_outputs() {
+    // pack_int8 of a weight of 2^40 rows and no column walked its 2^40 empty rows (found by the
+    // fuzzer, seed `pack_int8_of_2_40_empty_rows`): every op, on each of its dtypes, of one to
+    // four such inputs either is refused by name or gives exactly the outputs it declared
+    nbxtensor::settings::memory_limit::set_limit(Some(1 << 30)).unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    for def in ops::spec::catalogue() {
+        for &dtype in def.dtypes() {
+            for shape in [&[1i64 << 40, 0][..], &[0, 1 << 40], &[1 << 20, 0, 1 << 20]] {
+                let x = broadcast(dtype, shape);
+                for count in 1..=4 {
+                    let inputs = vec![&x; count];
+                    let Ok(outputs) = ops::call(def.name, &Attrs::new(), &inputs) else { continue };
+                    answered.insert(def.name);
+                    let metas = vec![meta(dtype, shape); count];
+                    let declared = declared(def.name, &metas).outputs;
+                    let given: Vec<_> = outputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
+                    let wanted: Vec<_> = declared.iter().map(|m| (m.dtype, m.shape.clone())).collect();
+                    assert_eq!(given, wanted, "{} of {count} {dtype} {shape:?}", def.name);
+                }
+            }
+        }
+    }
+    // the ops of one input of the op's dtype answer (the others want inputs of other dtypes
+    // or attributes, and are refused by name)
+    for op in ["pack_int8", "pack_int4", "softmax", "sum", "sort", "qr", "concat", "where"] {
+        assert!(answered.contains(op), "{op} refused every call: {answered:?}");
+    }
+}

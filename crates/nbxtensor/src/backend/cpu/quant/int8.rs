@@ -367,8 +367,9 @@ fn run_pack<T: Float>(spec: &PackInt8, launch: Launch<'_>) -> Result<()> {
     let (tiles, scales) = unsafe { (write::<i8>(&launch.outputs[0])?, write::<f32>(&launch.outputs[1])?) };
     // the padding (the last panel's rows past n) stays 0
     tiles.fill(0);
-    if let Some(row) = (0..n).find(|&r| !weight[r * k..][..k].iter().all(|v| v.to_f32().is_finite())) {
-        return Err(invalid(format!("pack_int8: row {row} of the weight holds a value that is not finite")));
+    // over the values, not the rows: a weight of K = 0 holds none, however many rows it has
+    if let Some(at) = weight.iter().position(|v| !v.to_f32().is_finite()) {
+        return Err(invalid(format!("pack_int8: row {} of the weight holds a value that is not finite", at / k)));
     }
     // panels in parallel: each writes its own tiles and its rows' scales (kept per panel, then
     // placed, as the scales run [groups, n])
@@ -543,5 +544,20 @@ mod tests {
         let bad = Tensor::from_vec(vec![1.0f32, f32::INFINITY, 0.0, 0.0], &[1, 4]).unwrap();
         let err = bad.pack_int8().unwrap_err().to_string();
         assert!(err.contains("pack_int8") && err.contains("row 0") && err.contains("not finite"), "{err}");
+        let second = Tensor::from_vec(vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0, f32::NAN, 7.0], &[2, 4]).unwrap();
+        let err = second.pack_int8().unwrap_err().to_string();
+        assert!(err.contains("row 1") && err.contains("not finite"), "{err}");
+    }
+
+    #[test]
+    fn a_weight_of_no_columns_and_two_to_the_forty_rows_packs_at_once_into_empty_outputs() {
+        // found by the fuzzer (fuzz/seeds/op_call/pack_int8_of_2_40_empty_rows): the check for
+        // values that are not finite walked the rows, 2^40 of them, each empty
+        let rows = 1i64 << 40;
+        let weight = Tensor::from_bytes(crate::DType::Float32, &[rows, 0], &[]).unwrap();
+        let (codes, scales) = weight.pack_int8().unwrap();
+        assert_eq!(codes.shape(), &[rows / 16, 0, 16, 4]);
+        assert_eq!(scales.shape(), &[0, rows]);
+        assert_eq!((codes.numel(), scales.numel()), (0, 0));
     }
 }
