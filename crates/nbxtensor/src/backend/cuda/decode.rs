@@ -7,22 +7,29 @@
 //! and writes a partial (max, sum, weighted values) per row to the workspace; a second kernel
 //! combines them in order. float16 and bfloat16 caches of head dim 64 or 128 (d = dv) with
 //! 16-byte aligned rows score and weigh on the tensor cores (`decode_mma_…`); other calls run
-//! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone ([`plan`]:
-//! about [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks, at least one loop step's keys
-//! each), never on the length, which the kernel reads from the device: one graph serves every
-//! step. The workspace is declared for exactly the partials, `4·b·hq·sq·splits·(2 + dv)` bytes.
+//! the CUDA-core kernels (`decode_split_…`). The splits depend on the shapes alone, never on
+//! the length, which the kernel reads from the device: one graph serves every step. How many
+//! is the autotune's choice ([`candidates`]: the cuts aiming at each of [`BLOCK_TARGETS`]
+//! blocks, at least one loop step's keys a split), measured at the first call of a device and
+//! shape class and kept in the proven-settings store; where nothing can be measured (a launch
+//! recorded into a graph first) and the store proves nothing, [`plan`]'s cut serves (about
+//! [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks). The workspace is declared for the
+//! partials of the candidate of most splits, `4·b·hq·sq·splits·(2 + dv)` bytes.
 //!
 //! The valid length is clamped to `0..=T` and a write skips the rows outside the cache: the
 //! values live on the device, where no error can be raised (the host backend refuses them).
 
 use super::dims::{aligned16, grid_extent, workspace_of};
-use super::{device_ptr, function, register, register_with_workspace, Args};
+use super::memory::CudaDeviceInfo;
+use super::{device_context, device_ptr, function, register, register_with_workspace, tuning, Args};
 use crate::backend::LaunchTable;
 use crate::dtype::DType;
 use crate::kernel::{KernelError, Launch, Result, TensorMeta};
+use crate::memory::Device;
 use crate::ops::spec::attention::AttentionShape;
 use crate::ops::spec::decode::{DecodeAttention, KvCacheWrite};
 use crate::ops::spec::FLOATS;
+use crate::settings::autotune::TuneKey;
 use crate::tensor::Tensor;
 
 pub use super::source::DECODE as SOURCE;
@@ -35,13 +42,15 @@ const COMBINE_THREADS: u32 = 256;
 /// keys, at least one step's (short caches are cut into one-step splits: their time is the
 /// loads' latency, not their bytes).
 const KEY_STEP: i64 = 128 * 2;
-/// The blocks a launch of the CUDA-core kernels aims at (the splits fill the device at every
-/// batch and head count; 512 measured faster than 1024 at 8K to 128K keys on an H200,
-/// docs/BENCHMARKS.md).
+/// The blocks the autotune's candidate cuts aim at (so that the splits fill the device at every
+/// batch and head count): one wave of two blocks a multiprocessor on a 132-SM Hopper, two, or four.
+pub const BLOCK_TARGETS: [i64; 3] = [256, 512, 1024];
+/// The blocks a launch of the CUDA-core kernels aims at where the autotune proves nothing (512
+/// measured faster than 1024 at 8K to 128K keys on an H200, docs/BENCHMARKS.md).
 pub const TARGET_BLOCKS: i64 = 512;
-/// The blocks a launch of the tensor-core kernels aims at: about one wave of two blocks a
-/// multiprocessor on a 132-SM Hopper (longer splits; 256 measured 15% faster than 512 at 8K
-/// keys, 3–5% at 32K and the same at 1K and 128K on an H100, docs/BENCHMARKS.md).
+/// The blocks a launch of the tensor-core kernels aims at where the autotune proves nothing:
+/// about one wave (longer splits; 256 measured 15% faster than 512 at 8K keys, 3–5% at 32K and
+/// the same at 1K and 128K on an H100, docs/BENCHMARKS.md).
 pub const MMA_TARGET_BLOCKS: i64 = 256;
 /// The widest head dim the kernels hold (32 threads of 8 columns).
 const MAX_WIDTH: i64 = 256;
@@ -93,8 +102,30 @@ fn threads_per_key(width: i64) -> i64 {
     (((width + 7) / 8).max(8) as u64).next_power_of_two() as i64
 }
 
-/// The cut of a call of sizes `z` on `dtype`; refused (naming the op) for head dims over 256.
+/// The cut of a call of sizes `z` on `dtype` where the autotune proves nothing (aiming at
+/// [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks); refused (naming the op) for head dims
+/// over 256.
 pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
+    let target = if on_tensor_cores(z, dtype) { MMA_TARGET_BLOCKS } else { TARGET_BLOCKS };
+    cut_for(z, dtype, target)
+}
+
+/// The autotune's candidates for a call: the distinct cuts aiming at each of
+/// [`BLOCK_TARGETS`] blocks, fewest splits first ([`plan`]'s among them).
+pub fn candidates(z: &AttentionShape, dtype: DType) -> Result<Vec<Cut>> {
+    let mut cuts: Vec<Cut> = Vec::new();
+    for target in BLOCK_TARGETS {
+        let cut = cut_for(z, dtype, target)?;
+        if !cuts.iter().any(|c| c.splits == cut.splits) {
+            cuts.push(cut);
+        }
+    }
+    cuts.sort_by_key(|c| c.splits);
+    Ok(cuts)
+}
+
+/// The cut of a call of sizes `z` on `dtype` into splits for about `target` blocks.
+fn cut_for(z: &AttentionShape, dtype: DType, target: i64) -> Result<Cut> {
     let width = z.d.max(z.dv) as i64;
     if width > MAX_WIDTH {
         return Err(KernelError::Invalid(format!(
@@ -103,11 +134,11 @@ pub fn plan(z: &AttentionShape, dtype: DType) -> Result<Cut> {
         )));
     }
     let rows = ((z.hq / z.hk.max(1)) * z.sq) as i64;
-    let (split, rows_per_block, step, target) = if on_tensor_cores(z, dtype) {
-        (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP, MMA_TARGET_BLOCKS)
+    let (split, rows_per_block, step) = if on_tensor_cores(z, dtype) {
+        (Split::TensorCores, if rows <= 8 { 8 } else { 16 }, MMA_KEY_STEP)
     } else {
         let threads_per_key = threads_per_key(width);
-        (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key, TARGET_BLOCKS)
+        (Split::Cores { threads_per_key }, if rows <= 4 { 4 } else { 8 }, KEY_STEP / threads_per_key)
     };
     let row_groups = ((rows + rows_per_block - 1) / rows_per_block).max(1);
     let t = z.sk as i64;
@@ -125,9 +156,61 @@ fn partial_bytes(z: &AttentionShape, cut: &Cut) -> u64 {
     4 * (z.b * z.hq * z.sq) as u64 * cut.splits as u64 * (2 + z.dv) as u64
 }
 
+/// The partials of the candidate of most splits (the last).
 fn workspace(spec: &DecodeAttention, inputs: &[TensorMeta]) -> Result<u64> {
     let z = spec.sizes(inputs)?;
-    Ok(partial_bytes(&z, &plan(&z, spec.dtype)?))
+    Ok(candidates(&z, spec.dtype)?.last().map_or(0, |cut| partial_bytes(&z, cut)))
+}
+
+/// The split kernel of `cut` (its row groups too: the element-by-element kernel's rows a block
+/// differ), for rows 16-byte aligned (`vec`) or not.
+fn split_kernel(z: &AttentionShape, cut: &Cut, dt: &str, vec: bool) -> (String, i64) {
+    match (cut.split, vec) {
+        (Split::TensorCores, true) => (format!("decode_mma_{dt}_{}_{}", z.d, cut.rows_per_block), cut.row_groups),
+        (Split::Cores { threads_per_key }, true) => {
+            (format!("decode_split_{dt}_{threads_per_key}_{}", cut.rows_per_block), cut.row_groups)
+        }
+        (split, false) => {
+            // the tensor cores' shapes: the CUDA cores' row blocks over the same splits
+            let threads_per_key = match split {
+                Split::Cores { threads_per_key } => threads_per_key,
+                Split::TensorCores => threads_per_key(z.d.max(z.dv) as i64),
+            };
+            let rb = cut.rows_per_block.min(8);
+            let rows = ((z.hq / z.hk.max(1)) * z.sq) as i64;
+            (format!("decode_split_{dt}_{threads_per_key}_{rb}_scalar"), ((rows + rb - 1) / rb).max(1))
+        }
+    }
+}
+
+/// The autotune key of a call of `kernel` on the device of `info`: the shape class is the
+/// batch, cache heads, query rows a cache head and cache length, which fix the candidates.
+fn tune_key(info: &CudaDeviceInfo, kernel: &str, z: &AttentionShape) -> TuneKey {
+    let rows = (z.hq / z.hk.max(1)) * z.sq;
+    TuneKey::new(tuning::device_key(info), kernel, format!("b{} hk{} rows{rows} T{}", z.b, z.hk, z.sk))
+}
+
+/// A candidate's name in the store: its splits (`s32`).
+fn cut_name(cut: &Cut) -> String {
+    format!("s{}", cut.splits)
+}
+
+/// What a dry run records for a call of more than one candidate: its autotune key (for rows
+/// 16-byte aligned, as a contiguous cache's are) and whether the store proves its choice;
+/// `None` for other calls or where no device answers.
+fn tuning(spec: &DecodeAttention, inputs: &[TensorMeta], device: Device) -> Option<(String, bool)> {
+    let z = spec.sizes(inputs).ok()?;
+    let cuts = candidates(&z, spec.dtype).ok()?;
+    if cuts.len() < 2 || z.b * z.hq * z.sq * z.dv == 0 {
+        return None;
+    }
+    let info = device_context(device).ok()?.info();
+    let (kernel, _) = split_kernel(&z, &cuts[0], spec.dtype.launch_key(), z.d % 8 == 0 && z.dv % 8 == 0);
+    let key = tune_key(info, &kernel, &z);
+    let names: Vec<String> = cuts.iter().map(cut_name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let proven = crate::settings::autotune::proven(&key, &names).ok()?;
+    Some((key.spelled(), proven.is_some()))
 }
 
 /// Extents and flags of a call (the source's `DecodeSizes`).
@@ -180,8 +263,9 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
     }
     let metas: Vec<TensorMeta> = launch.inputs.iter().map(|t| TensorMeta::new(t.dtype(), t.shape())).collect();
     let z = spec.sizes(&metas)?;
-    let cut = plan(&z, spec.dtype)?;
-    let partials = workspace_of("decode_attention", &launch.workspace, partial_bytes(&z, &cut))?;
+    let cuts = candidates(&z, spec.dtype)?;
+    let most = cuts.last().map_or(0, |cut| partial_bytes(&z, cut));
+    let partials = workspace_of("decode_attention", &launch.workspace, most)?;
     let itemsize = spec.dtype.itemsize().map_err(|e| KernelError::Invalid(format!("decode_attention: {e}")))? as u64;
     let (ks, vs) = (k.strides(), v.strides());
     let vec = z.d % 8 == 0
@@ -190,58 +274,63 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
         && aligned16(&[ks[0], ks[1], ks[2], vs[0], vs[1], vs[2]].map(|s| s as u64 * itemsize));
     let (len_stride, len64) = index_flags("decode_attention", length)?;
     let op = "decode_attention";
-    let sizes = Sizes {
-        b: int(op, z.b)?,
-        hq: int(op, z.hq)?,
-        hk: int(op, z.hk)?,
-        sq: int(op, z.sq)?,
-        t: int(op, z.sk)?,
-        d: int(op, z.d)?,
-        dv: int(op, z.dv)?,
-        causal: i32::from(spec.causal),
-        rows: int(op, (z.hq / z.hk) * z.sq)?,
-        row_groups: int(op, cut.row_groups)?,
-        splits: int(op, cut.splits)?,
-        chunk: int(op, cut.chunk)?,
-        len_stride,
-        len64,
-    };
+    let (dt, device) = (spec.dtype.launch_key(), out.device());
+    // the candidates differ in their splits alone: one kernel and row groups serve them all
+    let (kernel, row_groups) = split_kernel(&z, &cuts[0], dt, vec);
     let qs = q.strides();
     let strides = Strides { q: [qs[0], qs[1], qs[2], qs[3]], k: [ks[0], ks[1], ks[2]], v: [vs[0], vs[1], vs[2]] };
     let scale = spec.scale_for(z.d) * std::f32::consts::LOG2_E;
-    let (dt, device) = (spec.dtype.launch_key(), out.device());
-    // the element-by-element kernel only where the rows are not 16-byte aligned
-    let (kernel, row_groups) = match (cut.split, vec) {
-        (Split::TensorCores, true) => (format!("decode_mma_{dt}_{}_{}", z.d, cut.rows_per_block), cut.row_groups),
-        (Split::Cores { threads_per_key }, true) => {
-            (format!("decode_split_{dt}_{threads_per_key}_{}", cut.rows_per_block), cut.row_groups)
-        }
-        (split, false) => {
-            // the tensor cores' shapes: the CUDA cores' row blocks over the same splits
-            let threads_per_key = match split {
-                Split::Cores { threads_per_key } => threads_per_key,
-                Split::TensorCores => threads_per_key(z.d.max(z.dv) as i64),
-            };
-            let rb = cut.rows_per_block.min(8);
-            let rows = sizes.rows as i64;
-            (format!("decode_split_{dt}_{threads_per_key}_{rb}_scalar"), ((rows + rb - 1) / rb).max(1))
-        }
-    };
-    let sizes = Sizes { row_groups: int(op, row_groups)?, ..sizes };
     let split = function(device, &SOURCE, format_args!("{kernel}"))?;
-    let mut args = Args::new();
-    args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
-    args.value(&sizes).f32(scale).ptr(partials);
-    let x = grid_extent(op, cut.splits, 1, i32::MAX as u32)?;
+    let combine = function(device, &SOURCE, format_args!("decode_combine_{dt}"))?;
     let y = grid_extent(op, z.hk as i64 * row_groups, 1, GRID_YZ)?;
     let zb = grid_extent(op, z.b as i64, 1, GRID_YZ)?;
-    split.launch([x, y, zb], [THREADS, 1, 1], 0, &mut args)?;
-    let combine = function(device, &SOURCE, format_args!("decode_combine_{dt}"))?;
-    let mut args = Args::new();
-    args.ptr(partials).value(&sizes).ptr(device_ptr(out));
     let rows = grid_extent(op, (z.b * z.hq * z.sq) as i64, 1, i32::MAX as u32)?;
     let columns = grid_extent(op, z.dv as i64, 32, GRID_YZ)?;
-    combine.launch([rows, columns, 1], [COMBINE_THREADS, 1, 1], 0, &mut args)
+    let launch_cut = |cut: &Cut| -> Result<()> {
+        let sizes = Sizes {
+            b: int(op, z.b)?,
+            hq: int(op, z.hq)?,
+            hk: int(op, z.hk)?,
+            sq: int(op, z.sq)?,
+            t: int(op, z.sk)?,
+            d: int(op, z.d)?,
+            dv: int(op, z.dv)?,
+            causal: i32::from(spec.causal),
+            rows: int(op, (z.hq / z.hk) * z.sq)?,
+            row_groups: int(op, row_groups)?,
+            splits: int(op, cut.splits)?,
+            chunk: int(op, cut.chunk)?,
+            len_stride,
+            len64,
+        };
+        let mut args = Args::new();
+        args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
+        args.value(&sizes).f32(scale).ptr(partials);
+        let x = grid_extent(op, cut.splits, 1, i32::MAX as u32)?;
+        split.launch([x, y, zb], [THREADS, 1, 1], 0, &mut args)?;
+        let mut args = Args::new();
+        args.ptr(partials).value(&sizes).ptr(device_ptr(out));
+        combine.launch([rows, columns, 1], [COMBINE_THREADS, 1, 1], 0, &mut args)
+    };
+    let cut = match &cuts[..] {
+        [only] => *only,
+        _ => {
+            let context = device_context(device)?;
+            let names: Vec<String> = cuts.iter().map(cut_name).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let of = |name: &str| {
+                cuts.iter().copied().find(|c| cut_name(c) == name).ok_or_else(|| {
+                    KernelError::Invalid(format!("decode_attention: {name} is not one of the candidates of {kernel}"))
+                })
+            };
+            let key = tune_key(context.info(), &kernel, &z);
+            match tuning::choice(context, op, &key, &names, |name| launch_cut(&of(name)?))? {
+                Some(name) => of(&name)?,
+                None => plan(&z, spec.dtype)?,
+            }
+        }
+    };
+    launch_cut(&cut)
 }
 
 /// The first cache the kernel cannot read: one whose columns are not unit-stride.
@@ -304,6 +393,7 @@ fn write(spec: &KvCacheWrite, launch: Launch<'_>) -> Result<()> {
 pub fn register_all(table: &mut LaunchTable) {
     register_with_workspace(table, "decode_attention", &FLOATS, run, workspace);
     table.reads_only("decode_attention", &FLOATS, unreadable);
+    table.tunes("decode_attention", &FLOATS, tuning);
     register(table, "kv_cache_write", &FLOATS, write);
 }
 
@@ -358,7 +448,35 @@ mod tests {
         let m = |s: &[i64]| TensorMeta::new(f, s);
         let inputs =
             [m(&[1, 32, 1, 128]), m(&[1, 8, 8192, 128]), m(&[1, 8, 8192, 128]), TensorMeta::new(DType::Int32, &[])];
-        // 32 splits of 256 keys on the tensor cores
-        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 32 * 130);
+        // 32 splits of 256 keys on the tensor cores by default; the candidate of most splits,
+        // 128 of 64 keys, declares the workspace
+        assert_eq!(workspace(&spec, &inputs).unwrap(), 4 * 32 * 128 * 130);
+    }
+
+    #[test]
+    fn the_candidates_are_the_distinct_cuts_fewest_splits_first_the_default_among_them() {
+        // bfloat16 d128, 32 query heads over 8 cache heads: 8 blocks a split
+        for (t, splits) in
+            [(1024, &[16][..]), (8192, &[32, 64, 128]), (32768, &[32, 64, 128]), (131072, &[32, 64, 128]), (100, &[2])]
+        {
+            let z = shape(1, 32, 8, 1, t, 128);
+            let cuts = candidates(&z, DType::Bfloat16).unwrap();
+            assert_eq!(cuts.iter().map(|c| c.splits).collect::<Vec<_>>(), splits, "T = {t}");
+            assert!(cuts.contains(&plan(&z, DType::Bfloat16).unwrap()), "T = {t}");
+            for cut in &cuts {
+                assert!(cut.splits * cut.chunk >= t as i64 && (cut.splits - 1) * cut.chunk < t as i64, "T = {t}");
+            }
+        }
+        // at 128K the splits take 4096, 2048 and 1024 keys; names are the splits
+        let cuts = candidates(&shape(1, 32, 8, 1, 131072, 128), DType::Bfloat16).unwrap();
+        assert_eq!(cuts.iter().map(|c| c.chunk).collect::<Vec<_>>(), [4096, 2048, 1024]);
+        assert_eq!(cuts.iter().map(cut_name).collect::<Vec<_>>(), ["s32", "s64", "s128"]);
+        // float32 on the CUDA cores: 512 blocks by default, 256 and 1024 the others
+        let z = shape(1, 32, 8, 1, 131072, 128);
+        let cuts = candidates(&z, DType::Float32).unwrap();
+        assert_eq!(cuts.iter().map(|c| c.splits).collect::<Vec<_>>(), [32, 64, 128]);
+        assert_eq!(plan(&z, DType::Float32).unwrap().splits, 64);
+        // many cache heads and batch rows fill the device with one split each
+        assert_eq!(candidates(&shape(64, 64, 64, 1, 4096, 128), DType::Bfloat16).unwrap().len(), 1);
     }
 }
