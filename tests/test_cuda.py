@@ -114,17 +114,24 @@ from nbxtensor.ops import autotune_settings, launch_observer
 
 autotune_settings.set_store(sys.argv[1])
 rng = np.random.default_rng(5)
-w = nbx.asarray(rng.standard_normal((256, 512)).astype(np.float32))
-host = ops.pack_int4(w)
-packed = [t.to("cuda") for t in host]
-x_host = nbx.asarray(rng.standard_normal((16, 512)).astype(np.float32), dtype="bfloat16")
-x = x_host.to("cuda")
+if sys.argv[2] == "int4":
+    w = nbx.asarray(rng.standard_normal((256, 512)).astype(np.float32))
+    weight = ops.pack_int4(w)
+    host = [nbx.asarray(rng.standard_normal((16, 512)).astype(np.float32), dtype="bfloat16"), *weight]
+    call = ops.matmul_int4
+else:
+    # one query of 32 heads over 8 cache heads of 8192 keys: three cuts of the cache
+    shapes = [(1, 32, 1, 128), (1, 8, 8192, 128), (1, 8, 8192, 128)]
+    host = [nbx.asarray(rng.standard_normal(s).astype(np.float32), dtype="bfloat16") for s in shapes]
+    host.append(nbx.asarray(np.array(8000, np.int32)))
+    call = ops.decode_attention
+inputs = [t.to("cuda") for t in host]
 
 
 def dry_run():
     observer = launch_observer.LaunchObserver()
     launch_observer.set_launch_observer(observer)
-    ops.matmul_int4(x, *packed)
+    call(*inputs)
     launch_observer.set_launch_observer(None)
     (launch,) = observer.launches
     return launch
@@ -132,8 +139,8 @@ def dry_run():
 
 before = dry_run()
 measured_dry = autotune_settings.measurements()
-got = ops.matmul_int4(x, *packed).to("cpu").astype("float32").numpy()
-want = ops.matmul_int4(x_host, *host).astype("float32").numpy()
+got = call(*inputs).to("cpu").astype("float32").numpy()
+want = call(*host).astype("float32").numpy()
 after = dry_run()
 error = float(np.abs(got - want).max() / np.abs(want).max())
 print(before[0], after[0], before[1] == after[1], measured_dry, autotune_settings.measurements(), error, before[1])
@@ -141,22 +148,26 @@ print(before[0], after[0], before[1] == after[1], measured_dry, autotune_setting
 
 
 @needs_gpu
-def test_int4_products_are_tuned_once_and_a_second_process_measures_nothing(tmp_path):
-    """The tensor-core int4 product measures its candidates at a shape's first call and keeps the
-    choice in the store: a dry run lists its autotune key (tuned once proven); a second process
-    on the same store measures nothing."""
+@pytest.mark.parametrize(
+    "which, key_parts",
+    [("int4", ["quant_few_bf16_r16", "n256 k512"]), ("decode", ["decode_mma_bf16_128_8", "b1 hk8 rows4 T8192"])],
+)
+def test_tuned_kernels_measure_once_and_a_second_process_measures_nothing(tmp_path, which, key_parts):
+    """The tensor-core int4 product and decode attention measure their candidates at a shape's
+    first call and keep the choice in the store: a dry run lists the autotune key (tuned once
+    proven); a second process on the same store measures nothing."""
     store = tmp_path / "store"
     lines = []
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", TUNING_CHILD, str(store)], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", TUNING_CHILD, str(store), which], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         lines.append(done.stdout.split(maxsplit=6))
     (tuned_1, after_1, same_1, dry_1, measured_1, error_1, key), (tuned_2, after_2, same_2, dry_2, measured_2, error_2, _) = lines
-    assert "quant_few_bf16_r16" in key and "n256 k512" in key, key
+    assert all(part in key for part in key_parts), key
     assert (tuned_1, after_1, same_1, dry_1) == ("False", "True", "True", "0"), lines[0]
     assert int(measured_1) >= 2, "the first process measured the candidates"
     assert (tuned_2, after_2, same_2, dry_2, measured_2) == ("True", "True", "True", "0", "0"), lines[1]
-    assert float(error_1) < 1e-2 and float(error_2) < 1e-2, "the GPU product matches the CPU's"
+    assert float(error_1) < 1e-2 and float(error_2) < 1e-2, "the GPU's result matches the CPU's"
     assert (store / "autotune").is_dir()
 
 
