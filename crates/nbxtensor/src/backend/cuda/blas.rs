@@ -382,7 +382,9 @@ fn algorithm(
         })
     };
     let op = if key.bias { "linear" } else { "matmul" };
-    let choice = tuning::choice(context, op, &tune_key, &names, |name| launch(&prepared.algos[index_of(name)?]))?;
+    let choice = tuning::choice(context, op, &tune_key, &names, tuning::Timing::BackToBack, |name| {
+        launch(&prepared.algos[index_of(name)?])
+    })?;
     choice.map_or(Ok(0), |name| index_of(&name))
 }
 

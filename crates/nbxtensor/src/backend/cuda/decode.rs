@@ -11,7 +11,8 @@
 //! the length, which the kernel reads from the device: one graph serves every step. How many
 //! is the autotune's choice ([`candidates`]: the cuts aiming at each of [`BLOCK_TARGETS`]
 //! blocks, at least one loop step's keys a split), measured at the first call of a device and
-//! shape class and kept in the proven-settings store; where nothing can be measured (a launch
+//! shape class, each run from memory as a decoder reads its cache (`tuning::Timing::FromMemory`),
+//! and kept in the proven-settings store; where nothing can be measured (a launch
 //! recorded into a graph first) and the store proves nothing, [`plan`]'s cut serves (about
 //! [`TARGET_BLOCKS`] or [`MMA_TARGET_BLOCKS`] blocks). The workspace is declared for the
 //! partials of the candidate of most splits, `4·b·hq·sq·splits·(2 + dv)` bytes.
@@ -324,7 +325,8 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
                 })
             };
             let key = tune_key(context.info(), &kernel, &z);
-            match tuning::choice(context, op, &key, &names, |name| launch_cut(&of(name)?))? {
+            match tuning::choice(context, op, &key, &names, tuning::Timing::FromMemory, |name| launch_cut(&of(name)?))?
+            {
                 Some(name) => of(&name)?,
                 None => plan(&z, spec.dtype)?,
             }

@@ -338,9 +338,10 @@ impl TensorCoreCall {
         let info = context.info();
         let names = self.names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let chosen = tuning::choice(context, "matmul_int4", &self.key_on(info), &names, |name| {
-            launch(self.parse(name).map_err(invalid)?)
-        })?;
+        let chosen =
+            tuning::choice(context, "matmul_int4", &self.key_on(info), &names, tuning::Timing::BackToBack, |name| {
+                launch(self.parse(name).map_err(invalid)?)
+            })?;
         match chosen {
             Some(name) => self.parse(&name).map_err(invalid),
             None => self.fallback(info.multiprocessors),

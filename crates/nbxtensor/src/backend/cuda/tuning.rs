@@ -3,7 +3,7 @@
 //! the choice kept in the proven-settings store. While the stream records a graph nothing can be
 //! timed: a proven choice serves, or none (the caller's fallback).
 
-use super::memory::{CudaContext, CudaDeviceInfo};
+use super::memory::{cuda_allocator, CudaBlock, CudaContext, CudaDeviceInfo};
 use crate::kernel::{KernelError, Result};
 use crate::settings::autotune::{self, TuneKey};
 
@@ -15,23 +15,60 @@ pub fn device_key(info: &CudaDeviceInfo) -> String {
     format!("{} {} {} SMs", info.name, info.arch(), info.multiprocessors)
 }
 
+/// How the autotune times a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// Runs queued back to back: the operands as warm as repeated calls leave them in L2.
+    BackToBack,
+    /// Each run alone after the L2 is evicted (a write of twice its bytes, outside the time):
+    /// the operands come from memory, as a decoder's KV cache does at each step.
+    FromMemory,
+}
+
 /// The chosen candidate of `names` for `key`: proven in the store, or measured now (each one
-/// queued by `launch`, once untimed then [`TUNING_RUNS`] times between two events) and kept;
+/// queued by `launch`, once untimed then [`TUNING_RUNS`] times as `timing` says) and kept;
 /// `None` while the stream records a graph and the store proves nothing.
 pub fn choice(
     context: &CudaContext,
     op: &str,
     key: &TuneKey,
     names: &[&str],
+    timing: Timing,
     mut launch: impl FnMut(&str) -> Result<()>,
 ) -> Result<Option<String>> {
     let tuned = |e: crate::settings::SettingsError| KernelError::Invalid(format!("{op}: {e}"));
     if context.is_capturing().map_err(KernelError::Device)? {
         return autotune::proven(key, names).map_err(tuned);
     }
+    // the block written to evict the L2, made at the first measurement (none where the store
+    // proves the choice)
+    let mut eviction: Option<CudaBlock> = None;
     let chosen = autotune::choose(key, names, |name| {
         launch(name).map_err(|e| e.to_string())?;
-        context.time_queued(TUNING_RUNS, || launch(name).map_err(|e| e.to_string()))
+        match timing {
+            Timing::BackToBack => context.time_queued(TUNING_RUNS, || launch(name).map_err(|e| e.to_string())),
+            Timing::FromMemory => {
+                let block = match &mut eviction {
+                    Some(block) => block,
+                    none => none.insert(eviction_block(context.info())?),
+                };
+                let evict = || {
+                    cuda_allocator(block.device().index)
+                        .and_then(|a| a.zero(block.device_ptr(), block.len()))
+                        .map_err(|e| format!("the L2's eviction: {e}"))
+                };
+                context.time_each(TUNING_RUNS, evict, || launch(name).map_err(|e| e.to_string()))
+            }
+        }
     });
     chosen.map(Some).map_err(tuned)
+}
+
+/// A block of twice the L2's bytes on the device of `info` (under the memory limit, which may
+/// refuse it: the error names it).
+fn eviction_block(info: &CudaDeviceInfo) -> std::result::Result<CudaBlock, String> {
+    let bytes = usize::try_from(2 * info.l2_bytes).map_err(|_| "the L2's size overflows".to_string())?;
+    cuda_allocator(info.index)
+        .and_then(|a| a.alloc_exact(bytes))
+        .map_err(|e| format!("the {bytes} bytes that evict the L2 between timed runs: {e}"))
 }

@@ -147,35 +147,72 @@ impl CudaContext {
     /// back to back between two timing events (the autotune's measurement; `work` only
     /// queues). Waits for the second event.
     pub fn time_queued<E: From<String>>(&self, runs: u32, mut work: impl FnMut() -> Result<(), E>) -> Result<f64, E> {
-        self.bind()?;
-        let mut events: [sys::CUevent; 2] = [std::ptr::null_mut(); 2];
-        for event in &mut events {
-            // SAFETY: the context is current; the pointer is valid.
-            check(unsafe { sys::cuEventCreate(event, 0) }, "cuEventCreate")?;
-        }
-        let destroy = |events: [sys::CUevent; 2]| {
-            for event in events.into_iter().filter(|e| !e.is_null()) {
-                // SAFETY: the events are ours; destroying a recorded one is deferred by the driver.
-                unsafe { sys::cuEventDestroy_v2(event) };
-            }
-        };
-        let timed = (|| {
-            // SAFETY: the events and the stream belong to this context.
-            check(unsafe { sys::cuEventRecord(events[0], self.stream()) }, "cuEventRecord")?;
+        self.with_events(|[start, end]| {
+            self.record(start)?;
             for _ in 0..runs {
                 work()?;
             }
-            let mut millis = 0f32;
-            // SAFETY: as above; the pointer is valid.
-            unsafe {
-                check(sys::cuEventRecord(events[1], self.stream()), "cuEventRecord")?;
-                check(sys::cuEventSynchronize(events[1]), "cuEventSynchronize")?;
-                check(sys::cuEventElapsedTime_v2(&mut millis, events[0], events[1]), "cuEventElapsedTime_v2")?;
+            Ok(self.elapsed(start, end)? / f64::from(runs.max(1)))
+        })
+    }
+
+    /// The seconds `work` takes on this thread's stream, per call, over `runs` calls, each
+    /// timed alone after `prepare` has queued its own work outside the time (the autotune's
+    /// measurement of a kernel that reads its operands from memory: `prepare` evicts the L2).
+    /// Waits for each call.
+    pub fn time_each<E: From<String>>(
+        &self,
+        runs: u32,
+        mut prepare: impl FnMut() -> Result<(), E>,
+        mut work: impl FnMut() -> Result<(), E>,
+    ) -> Result<f64, E> {
+        self.with_events(|[start, end]| {
+            let mut seconds = 0.0;
+            for _ in 0..runs {
+                prepare()?;
+                self.record(start)?;
+                work()?;
+                seconds += self.elapsed(start, end)?;
             }
-            Ok(f64::from(millis) / 1e3 / f64::from(runs.max(1)))
-        })();
-        destroy(events);
-        timed
+            Ok(seconds / f64::from(runs.max(1)))
+        })
+    }
+
+    /// Runs `f` with two timing events of this context, destroyed after.
+    fn with_events<T, E: From<String>>(&self, f: impl FnOnce([sys::CUevent; 2]) -> Result<T, E>) -> Result<T, E> {
+        self.bind()?;
+        let mut events: [sys::CUevent; 2] = [std::ptr::null_mut(); 2];
+        let made = events.iter_mut().try_for_each(|event| {
+            // SAFETY: the context is current; the pointer is valid.
+            check(unsafe { sys::cuEventCreate(event, 0) }, "cuEventCreate")
+        });
+        let result = match made {
+            Ok(()) => f(events),
+            Err(e) => Err(E::from(e)),
+        };
+        for event in events.into_iter().filter(|e| !e.is_null()) {
+            // SAFETY: the events are ours; destroying a recorded one is deferred by the driver.
+            unsafe { sys::cuEventDestroy_v2(event) };
+        }
+        result
+    }
+
+    /// Records `event` on the stream.
+    fn record(&self, event: sys::CUevent) -> Result<(), String> {
+        // SAFETY: the event and the stream belong to this context.
+        check(unsafe { sys::cuEventRecord(event, self.stream()) }, "cuEventRecord")
+    }
+
+    /// Records `end` on the stream, waits for it and returns the seconds since `start`.
+    fn elapsed(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f64, String> {
+        self.record(end)?;
+        let mut millis = 0f32;
+        // SAFETY: both events belong to this context and are recorded; the pointer is valid.
+        unsafe {
+            check(sys::cuEventSynchronize(end), "cuEventSynchronize")?;
+            check(sys::cuEventElapsedTime_v2(&mut millis, start, end), "cuEventElapsedTime_v2")?;
+        }
+        Ok(f64::from(millis) / 1e3)
     }
 
     /// Whether this thread's stream is being captured into a CUDA graph now (work queued is
