@@ -89,33 +89,47 @@ fn reductions_of_empty_tensors_with_huge_extents() {
     assert!(err.contains("overflows"), "{err}");
 }
 
+/// The dtypes of one to four inputs of an op bound to `dtype`: the first `dtype`, each other
+/// `dtype` or one of the index, mask, byte and half dtypes.
+fn input_dtypes(dtype: DType) -> Vec<Vec<DType>> {
+    let others = [dtype, DType::Int64, DType::Int32, DType::Bool, DType::Uint8, DType::Float16, DType::Float32];
+    let mut all = vec![vec![dtype]];
+    let mut last = vec![vec![dtype]];
+    for _ in 1..4 {
+        last = last.iter().flat_map(|c| others.iter().map(move |&o| [&c[..], &[o]].concat())).collect();
+        all.extend(last.iter().cloned());
+    }
+    all
+}
+
 #[test]
 fn every_op_on_empty_inputs_of_huge_extents_answers_with_the_declared_outputs() {
     // pack_int8 of a weight of 2^40 rows and no column walked its 2^40 empty rows (found by the
     // fuzzer, seed `pack_int8_of_2_40_empty_rows`): every op, on each of its dtypes, of one to
-    // four such inputs either is refused by name or gives exactly the outputs it declared
+    // four such inputs of its own and other dtypes either is refused by name or gives exactly
+    // the outputs it declared
     nbxtensor::settings::memory_limit::set_limit(Some(1 << 30)).unwrap();
     let mut answered = std::collections::BTreeSet::new();
     for def in ops::spec::catalogue() {
         for &dtype in def.dtypes() {
-            for shape in [&[1i64 << 40, 0][..], &[0, 1 << 40], &[1 << 20, 0, 1 << 20]] {
-                let x = broadcast(dtype, shape);
-                for count in 1..=4 {
-                    let inputs = vec![&x; count];
-                    let Ok(outputs) = ops::call(def.name, &Attrs::new(), &inputs) else { continue };
+            for shape in [&[1i64 << 40, 0][..], &[0, 1 << 40], &[1 << 20, 0, 1 << 20], &[0]] {
+                for dtypes in input_dtypes(dtype) {
+                    let inputs: Vec<Tensor> = dtypes.iter().map(|&d| broadcast(d, shape)).collect();
+                    let refs: Vec<&Tensor> = inputs.iter().collect();
+                    let Ok(outputs) = ops::call(def.name, &Attrs::new(), &refs) else { continue };
                     answered.insert(def.name);
-                    let metas = vec![meta(dtype, shape); count];
+                    let metas: Vec<TensorMeta> = dtypes.iter().map(|&d| meta(d, shape)).collect();
                     let declared = declared(def.name, &metas).outputs;
                     let given: Vec<_> = outputs.iter().map(|t| (t.dtype(), t.shape().to_vec())).collect();
                     let wanted: Vec<_> = declared.iter().map(|m| (m.dtype, m.shape.clone())).collect();
-                    assert_eq!(given, wanted, "{} of {count} {dtype} {shape:?}", def.name);
+                    assert_eq!(given, wanted, "{} of {dtypes:?} {shape:?}", def.name);
                 }
             }
         }
     }
-    // the ops of one input of the op's dtype answer (the others want inputs of other dtypes
-    // or attributes, and are refused by name)
-    for op in ["pack_int8", "pack_int4", "softmax", "sum", "sort", "qr", "concat", "where"] {
+    // ops of every family answer (the others want attributes or other shapes, and are refused
+    // by name)
+    for op in ["pack_int8", "pack_int4", "softmax", "sum", "sort", "qr", "concat", "where", "embedding", "matmul"] {
         assert!(answered.contains(op), "{op} refused every call: {answered:?}");
     }
 }
