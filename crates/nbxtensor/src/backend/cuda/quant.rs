@@ -339,7 +339,7 @@ impl TensorCoreCall {
         let names = self.names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let chosen =
-            tuning::choice(context, "matmul_int4", &self.key_on(info), &names, tuning::Timing::BackToBack, |name| {
+            tuning::choice(context, "matmul_int4", &self.key_on(info), &names, tuning::Timing::FromMemory, |name| {
                 launch(self.parse(name).map_err(invalid)?)
             })?;
         match chosen {

@@ -21,7 +21,9 @@ pub enum Timing {
     /// Runs queued back to back: the operands as warm as repeated calls leave them in L2.
     BackToBack,
     /// Each run alone after the L2 is evicted (a write of twice its bytes, outside the time):
-    /// the operands come from memory, as a decoder's KV cache does at each step.
+    /// the operands come from memory, as a model's weights and a decoder's KV cache do at each
+    /// step (int4's products and decode attention; a weight of 8 MiB timed from a warm L2 chose
+    /// worse than the graph of weights from memory showed, docs/BENCHMARKS.md).
     FromMemory,
 }
 
