@@ -287,23 +287,25 @@ fn run(spec: &DecodeAttention, launch: Launch<'_>) -> Result<()> {
     let zb = grid_extent(op, z.b as i64, 1, GRID_YZ)?;
     let rows = grid_extent(op, (z.b * z.hq * z.sq) as i64, 1, i32::MAX as u32)?;
     let columns = grid_extent(op, z.dv as i64, 32, GRID_YZ)?;
+    // the candidates' sizes differ in their splits and chunk alone
+    let sizes = Sizes {
+        b: int(op, z.b)?,
+        hq: int(op, z.hq)?,
+        hk: int(op, z.hk)?,
+        sq: int(op, z.sq)?,
+        t: int(op, z.sk)?,
+        d: int(op, z.d)?,
+        dv: int(op, z.dv)?,
+        causal: i32::from(spec.causal),
+        rows: int(op, (z.hq / z.hk) * z.sq)?,
+        row_groups: int(op, row_groups)?,
+        splits: 0,
+        chunk: 0,
+        len_stride,
+        len64,
+    };
     let launch_cut = |cut: &Cut| -> Result<()> {
-        let sizes = Sizes {
-            b: int(op, z.b)?,
-            hq: int(op, z.hq)?,
-            hk: int(op, z.hk)?,
-            sq: int(op, z.sq)?,
-            t: int(op, z.sk)?,
-            d: int(op, z.d)?,
-            dv: int(op, z.dv)?,
-            causal: i32::from(spec.causal),
-            rows: int(op, (z.hq / z.hk) * z.sq)?,
-            row_groups: int(op, row_groups)?,
-            splits: int(op, cut.splits)?,
-            chunk: int(op, cut.chunk)?,
-            len_stride,
-            len64,
-        };
+        let sizes = Sizes { splits: int(op, cut.splits)?, chunk: int(op, cut.chunk)?, ..sizes };
         let mut args = Args::new();
         args.ptr(device_ptr(q)).value(&strides).ptr(device_ptr(k)).ptr(device_ptr(v)).ptr(device_ptr(length));
         args.value(&sizes).f32(scale).ptr(partials);

@@ -3,7 +3,7 @@
 //! the choice kept in the proven-settings store. While the stream records a graph nothing can be
 //! timed: a proven choice serves, or none (the caller's fallback).
 
-use super::memory::{cuda_allocator, CudaBlock, CudaContext, CudaDeviceInfo};
+use super::memory::{cuda_allocator, CudaAllocator, CudaBlock, CudaContext, CudaDeviceInfo};
 use crate::kernel::{KernelError, Result};
 use crate::settings::autotune::{self, TuneKey};
 
@@ -44,21 +44,18 @@ pub fn choice(
     }
     // the block written to evict the L2, made at the first measurement (none where the store
     // proves the choice)
-    let mut eviction: Option<CudaBlock> = None;
+    let mut eviction: Option<(&CudaAllocator, CudaBlock)> = None;
     let chosen = autotune::choose(key, names, |name| {
         launch(name).map_err(|e| e.to_string())?;
         match timing {
             Timing::BackToBack => context.time_queued(TUNING_RUNS, || launch(name).map_err(|e| e.to_string())),
             Timing::FromMemory => {
-                let block = match &mut eviction {
-                    Some(block) => block,
+                let (allocator, block) = match &mut eviction {
+                    Some(made) => made,
                     none => none.insert(eviction_block(context.info())?),
                 };
-                let evict = || {
-                    cuda_allocator(block.device().index)
-                        .and_then(|a| a.zero(block.device_ptr(), block.len()))
-                        .map_err(|e| format!("the L2's eviction: {e}"))
-                };
+                let evict =
+                    || allocator.zero(block.device_ptr(), block.len()).map_err(|e| format!("the L2's eviction: {e}"));
                 context.time_each(TUNING_RUNS, evict, || launch(name).map_err(|e| e.to_string()))
             }
         }
@@ -66,11 +63,11 @@ pub fn choice(
     chosen.map(Some).map_err(tuned)
 }
 
-/// A block of twice the L2's bytes on the device of `info` (under the memory limit, which may
-/// refuse it: the error names it).
-fn eviction_block(info: &CudaDeviceInfo) -> std::result::Result<CudaBlock, String> {
+/// A block of twice the L2's bytes on the device of `info`, with its allocator (under the
+/// memory limit, which may refuse it: the error names it).
+fn eviction_block(info: &CudaDeviceInfo) -> std::result::Result<(&'static CudaAllocator, CudaBlock), String> {
     let bytes = usize::try_from(2 * info.l2_bytes).map_err(|_| "the L2's size overflows".to_string())?;
-    cuda_allocator(info.index)
-        .and_then(|a| a.alloc_exact(bytes))
-        .map_err(|e| format!("the {bytes} bytes that evict the L2 between timed runs: {e}"))
+    let refused = |e| format!("the {bytes} bytes that evict the L2 between timed runs: {e}");
+    let allocator = cuda_allocator(info.index).map_err(refused)?;
+    Ok((allocator, allocator.alloc_exact(bytes).map_err(refused)?))
 }
